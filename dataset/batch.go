@@ -1,0 +1,131 @@
+package dataset
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Batches iterates over the dataset in batches of exactly n rows, the last
+// one shorter (never empty). Each batch is borrowed for one iteration. A
+// batch inside one source record is a zero-copy slice; one that spans
+// records is concatenated into memory from mem.
+func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.Record, error] {
+	return func(yield func(arrow.Record, error) bool) {
+		if n <= 0 {
+			yield(nil, fmt.Errorf("%w: got %d", ErrBatchSize, n))
+			return
+		}
+		b := batcher{mem: mem, schema: d.schema, size: n}
+		defer b.reset()
+		for rec, err := range d.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !b.add(rec, yield) {
+				return
+			}
+		}
+		if b.rows > 0 {
+			batch, err := b.flush()
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			defer batch.Release()
+			yield(batch, nil)
+		}
+	}
+}
+
+// batcher holds the slices of a batch that spans source records.
+type batcher struct {
+	mem     memory.Allocator
+	schema  *arrow.Schema
+	size    int
+	pending []arrow.Record // retained slices, in order
+	rows    int            // rows in pending
+	index   int            // index of the next batch, for errors
+}
+
+// add cuts rec into batches, yielding every completed one. It reports false
+// when the consumer stopped or an error was yielded.
+func (b *batcher) add(rec arrow.Record, yield func(arrow.Record, error) bool) bool {
+	total := int(rec.NumRows())
+	for off := 0; off < total; {
+		take := min(b.size-b.rows, total-off)
+		if b.rows == 0 && take == b.size {
+			// The whole batch lies inside rec: hand out a zero-copy slice.
+			batch := rec.NewSlice(int64(off), int64(off+take))
+			b.index++
+			ok := yield(batch, nil)
+			batch.Release()
+			if !ok {
+				return false
+			}
+			off += take
+			continue
+		}
+		b.pending = append(b.pending, rec.NewSlice(int64(off), int64(off+take)))
+		b.rows += take
+		off += take
+		if b.rows == b.size {
+			batch, err := b.flush()
+			if err != nil {
+				yield(nil, err)
+				return false
+			}
+			ok := yield(batch, nil)
+			batch.Release()
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// flush returns the pending rows as one record and empties pending.
+func (b *batcher) flush() (arrow.Record, error) {
+	defer b.reset()
+	idx := b.index
+	b.index++
+	if len(b.pending) == 1 {
+		b.pending[0].Retain()
+		return b.pending[0], nil
+	}
+	cols := make([]arrow.Array, b.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	parts := make([]arrow.Array, len(b.pending))
+	for i := range cols {
+		for j, r := range b.pending {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, b.mem)
+		if err != nil {
+			return nil, fmt.Errorf("batch %d: concatenate column %q: %w", idx, b.schema.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecord(b.schema, cols, int64(b.rows)), nil
+}
+
+// reset releases the pending slices.
+func (b *batcher) reset() {
+	for _, r := range b.pending {
+		r.Release()
+	}
+	clear(b.pending)
+	b.pending = b.pending[:0]
+	b.rows = 0
+}

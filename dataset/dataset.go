@@ -1,0 +1,104 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+)
+
+var (
+	// ErrSchemaMismatch reports a record whose schema differs from the dataset's.
+	ErrSchemaMismatch = errors.New("dataset: record schema differs from the dataset schema")
+	// ErrBatchSize reports a batch size that is not positive.
+	ErrBatchSize = errors.New("dataset: batch size must be positive")
+)
+
+// Dataset is a finite, re-runnable stream of Arrow records of one schema.
+// It is safe to range over a Dataset from several goroutines at once if its
+// source is.
+type Dataset struct {
+	schema *arrow.Schema
+	source iter.Seq2[arrow.Record, error]
+}
+
+// New returns a Dataset over source. Each range over source must start from
+// the beginning, yield records of schema (borrowed for one iteration) and
+// release whatever it acquired when the loop ends or breaks.
+func New(schema *arrow.Schema, source iter.Seq2[arrow.Record, error]) *Dataset {
+	return &Dataset{schema: schema, source: source}
+}
+
+// FromRecords returns a Dataset over in-memory records. The records are
+// borrowed, not retained: they must stay valid while the Dataset is used.
+func FromRecords(schema *arrow.Schema, recs ...arrow.Record) *Dataset {
+	return New(schema, func(yield func(arrow.Record, error) bool) {
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	})
+}
+
+// FromReader returns a Dataset that calls open at the start of every range
+// and reads records from the returned reader until it is exhausted. The
+// reader is released when the range ends, however it ends.
+func FromReader(schema *arrow.Schema, open func() (array.RecordReader, error)) *Dataset {
+	return New(schema, func(yield func(arrow.Record, error) bool) {
+		rr, err := open()
+		if err != nil {
+			yield(nil, fmt.Errorf("dataset: open reader: %w", err))
+			return
+		}
+		defer rr.Release()
+		for rr.Next() {
+			if !yield(rr.Record(), nil) {
+				return
+			}
+		}
+		if err := rr.Err(); err != nil {
+			yield(nil, fmt.Errorf("dataset: read: %w", err))
+		}
+	})
+}
+
+// Schema returns the schema of every record of the dataset.
+func (d *Dataset) Schema() *arrow.Schema { return d.schema }
+
+// Records iterates over the source records, borrowed for one iteration each.
+// A record whose schema is not the dataset's ends the iteration with an
+// error wrapping [ErrSchemaMismatch] that names the record's index.
+func (d *Dataset) Records() iter.Seq2[arrow.Record, error] {
+	return func(yield func(arrow.Record, error) bool) {
+		i := 0
+		for rec, err := range d.source {
+			if err != nil {
+				yield(nil, fmt.Errorf("record %d: %w", i, err))
+				return
+			}
+			if !rec.Schema().Equal(d.schema) {
+				yield(nil, fmt.Errorf("record %d: %w: expected %s, got %s", i, ErrSchemaMismatch, d.schema, rec.Schema()))
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// Rows counts the rows of the dataset by ranging over it once.
+func (d *Dataset) Rows() (int64, error) {
+	var n int64
+	for rec, err := range d.Records() {
+		if err != nil {
+			return n, err
+		}
+		n += rec.NumRows()
+	}
+	return n, nil
+}

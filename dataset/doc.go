@@ -1,0 +1,29 @@
+// Package dataset provides finite, re-runnable streams of Arrow records and
+// re-chunks them into batches of a fixed number of rows.
+//
+// # Datasets
+//
+// A [Dataset] is a schema plus an iterator over records
+// ([iter.Seq2][arrow.Record, error]). Every range over [Dataset.Records] or
+// [Dataset.Batches] starts from the beginning: sources acquire their
+// resources (open readers, files) inside the iterator, so a loop that breaks
+// early releases them before the range statement returns.
+//
+// Constructors: [FromRecords] (in-memory records), [FromReader] (any
+// array.RecordReader, so Arrow's IPC, CSV and Parquet readers plug in),
+// [Generate] (synthetic data) and [New] (any iterator).
+//
+// # Batching
+//
+// [Dataset.Batches] yields batches of exactly n rows, the last one shorter,
+// across input record boundaries of any sizes (empty records are skipped).
+// A batch that lies inside one input record is a zero-copy slice of it; only
+// a batch that spans records is copied.
+//
+// # Ownership
+//
+// A record yielded to a loop body is borrowed: it is valid for that
+// iteration only and released by the dataset afterwards. A body that keeps
+// a record beyond its iteration (for example to send it to another
+// goroutine) must Retain it and later Release it.
+package dataset

@@ -1,0 +1,206 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// Activation is the function applied after a layer's affine map.
+type Activation uint32
+
+const (
+	Identity Activation = iota
+	ReLU
+	Tanh
+	Sigmoid
+	Softmax // output layer only
+)
+
+func (a Activation) String() string {
+	switch a {
+	case Identity:
+		return "identity"
+	case ReLU:
+		return "relu"
+	case Tanh:
+		return "tanh"
+	case Sigmoid:
+		return "sigmoid"
+	case Softmax:
+		return "softmax"
+	}
+	return fmt.Sprintf("activation(%d)", uint32(a))
+}
+
+// ErrModel reports a model whose layers do not fit together.
+var ErrModel = errors.New("cpu: invalid model")
+
+// Layer is a dense layer: y = act(x·W + b).
+type Layer struct {
+	In, Out    int
+	Weights    []float32 // In×Out, row-major
+	Bias       []float32 // Out
+	Activation Activation
+}
+
+// DefaultFeature is the feature column an MLP reads unless told otherwise.
+const DefaultFeature = "features"
+
+// MLP is a multilayer perceptron with a softmax output. Its fields may be
+// set directly; [MLP.Validate] checks them, and Start does too.
+type MLP struct {
+	Layers []Layer
+	// Feature names the input column; "" means DefaultFeature.
+	Feature string
+	// BLAS computes the matrix products; nil means gonum's pure-Go
+	// implementation.
+	BLAS blas.Float32
+}
+
+// NewMLP returns an MLP with the given layer sizes (input first, classes
+// last), the hidden activation between them and a softmax output, with
+// Glorot-uniform weights drawn from rng and zero biases.
+func NewMLP(sizes []int, hidden Activation, rng *rand.Rand) (*MLP, error) {
+	if len(sizes) < 2 {
+		return nil, fmt.Errorf("%w: need at least input and output sizes, got %v", ErrModel, sizes)
+	}
+	m := &MLP{}
+	for i := 0; i+1 < len(sizes); i++ {
+		in, out := sizes[i], sizes[i+1]
+		if in <= 0 || out <= 0 {
+			return nil, fmt.Errorf("%w: layer %d: sizes %d×%d", ErrModel, i, in, out)
+		}
+		act := hidden
+		if i+2 == len(sizes) {
+			act = Softmax
+		}
+		limit := math.Sqrt(6 / float64(in+out))
+		w := make([]float32, in*out)
+		for j := range w {
+			w[j] = float32((rng.Float64()*2 - 1) * limit)
+		}
+		m.Layers = append(m.Layers, Layer{In: in, Out: out, Weights: w, Bias: make([]float32, out), Activation: act})
+	}
+	return m, nil
+}
+
+// NewSoftmaxRegression returns a one-layer softmax model with zero weights.
+func NewSoftmaxRegression(in, classes int) *MLP {
+	return &MLP{Layers: []Layer{{
+		In: in, Out: classes,
+		Weights:    make([]float32, in*classes),
+		Bias:       make([]float32, classes),
+		Activation: Softmax,
+	}}}
+}
+
+// InputSize returns the number of features per row.
+func (m *MLP) InputSize() int { return m.Layers[0].In }
+
+// Classes returns the number of output classes.
+func (m *MLP) Classes() int { return m.Layers[len(m.Layers)-1].Out }
+
+func (m *MLP) feature() string {
+	if m.Feature == "" {
+		return DefaultFeature
+	}
+	return m.Feature
+}
+
+func (m *MLP) blas() blas.Float32 {
+	if m.BLAS == nil {
+		return gonum.Implementation{}
+	}
+	return m.BLAS
+}
+
+// Validate reports whether the layers chain and hold the right number of
+// parameters.
+func (m *MLP) Validate() error {
+	if len(m.Layers) == 0 {
+		return fmt.Errorf("%w: no layers", ErrModel)
+	}
+	for i, l := range m.Layers {
+		switch {
+		case l.In <= 0 || l.Out <= 0:
+			return fmt.Errorf("%w: layer %d: sizes %d×%d", ErrModel, i, l.In, l.Out)
+		case len(l.Weights) != l.In*l.Out:
+			return fmt.Errorf("%w: layer %d: %d weights, want %d×%d", ErrModel, i, len(l.Weights), l.In, l.Out)
+		case len(l.Bias) != l.Out:
+			return fmt.Errorf("%w: layer %d: %d biases, want %d", ErrModel, i, len(l.Bias), l.Out)
+		case i > 0 && l.In != m.Layers[i-1].Out:
+			return fmt.Errorf("%w: layer %d takes %d inputs, layer %d gives %d", ErrModel, i, l.In, i-1, m.Layers[i-1].Out)
+		case l.Activation > Softmax:
+			return fmt.Errorf("%w: layer %d: unknown %s", ErrModel, i, l.Activation)
+		case (l.Activation == Softmax) != (i == len(m.Layers)-1):
+			return fmt.Errorf("%w: layer %d: softmax must be the output activation, and only it", ErrModel, i)
+		}
+	}
+	return nil
+}
+
+// forward computes the rows×Out activations of layer l for input x into y.
+func (l *Layer) forward(impl blas.Float32, x []float32, rows int, y []float32) {
+	impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 0, y, l.Out)
+	for r := range rows {
+		row := y[r*l.Out : (r+1)*l.Out]
+		for j, b := range l.Bias {
+			row[j] += b
+		}
+		activate(l.Activation, row)
+	}
+}
+
+// activate applies a to one row in place.
+func activate(a Activation, row []float32) {
+	switch a {
+	case ReLU:
+		for j, v := range row {
+			row[j] = max(v, 0)
+		}
+	case Tanh:
+		for j, v := range row {
+			row[j] = float32(math.Tanh(float64(v)))
+		}
+	case Sigmoid:
+		for j, v := range row {
+			row[j] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
+	case Softmax:
+		softmax(row)
+	}
+}
+
+// softmax replaces row by its softmax, stably.
+func softmax(row []float32) {
+	top := row[0]
+	for _, v := range row[1:] {
+		top = max(top, v)
+	}
+	var sum float64
+	for j, v := range row {
+		e := math.Exp(float64(v - top))
+		row[j] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	for j := range row {
+		row[j] *= inv
+	}
+}
+
+// argmax returns the index of the largest value of row (the first on ties).
+func argmax(row []float32) int {
+	best := 0
+	for j, v := range row {
+		if v > row[best] {
+			best = j
+		}
+	}
+	return best
+}

@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+var _ predict.Model = (*MLP)(nil)
+
+// OutputSchema returns the schema of the model's predictions.
+func (m *MLP) OutputSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "class", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "probabilities", Type: arrow.FixedSizeListOfNonNullable(int32(m.Classes()), arrow.PrimitiveTypes.Float32)},
+	}, nil)
+}
+
+// Start validates the model against the batch schema and allocates the
+// session's scratch matrices.
+func (m *MLP) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	name := m.feature()
+	idx := cfg.Schema.FieldIndices(name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("cpu: feature column %q: not in the input schema", name)
+	}
+	width, err := tensor.Width(cfg.Schema.Field(idx[0]).Type)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: feature column %q: %w", name, err)
+	}
+	if width != 0 && width != m.InputSize() {
+		return nil, fmt.Errorf("cpu: feature column %q: %w: %d values per row, model input size %d", name, tensor.ErrWidth, width, m.InputSize())
+	}
+	s := &session{m: m, impl: m.blas(), rows: cfg.BatchSize, col: idx[0], mem: cfg.Allocator, schema: m.OutputSchema()}
+	if s.mem == nil {
+		s.mem = memory.DefaultAllocator
+	}
+	for _, l := range m.Layers[:len(m.Layers)-1] {
+		s.hidden = append(s.hidden, make([]float32, cfg.BatchSize*l.Out))
+	}
+	return s, nil
+}
+
+type session struct {
+	m      *MLP
+	impl   blas.Float32
+	rows   int
+	col    int
+	mem    memory.Allocator
+	schema *arrow.Schema
+	hidden [][]float32 // one rows×Out matrix per hidden layer
+}
+
+func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+	rows := int(b.Record.NumRows())
+	if rows > s.rows {
+		return nil, fmt.Errorf("cpu: batch of %d rows, session batch size %d", rows, s.rows)
+	}
+	x, err := tensor.Float32(b.Record.Column(s.col), s.m.InputSize())
+	if err != nil {
+		return nil, fmt.Errorf("cpu: feature column %q: %w", s.m.feature(), err)
+	}
+	return s.forward(x, rows), nil
+}
+
+// forward runs the model over rows rows of x and returns the output record.
+func (s *session) forward(x []float32, rows int) arrow.Record {
+	for i, h := range s.hidden {
+		s.m.Layers[i].forward(s.impl, x, rows, h[:rows*s.m.Layers[i].Out])
+		x = h
+	}
+	last := &s.m.Layers[len(s.m.Layers)-1]
+	k := last.Out
+	probBuf, probs := tensor.NewBuffer(s.mem, rows*k)
+	last.forward(s.impl, x, rows, probs)
+
+	classBuf := memory.NewResizableBuffer(s.mem)
+	classBuf.Resize(rows * arrow.Int64SizeBytes)
+	classes := arrow.Int64Traits.CastFromBytes(classBuf.Bytes())
+	for r := range rows {
+		classes[r] = int64(argmax(probs[r*k : (r+1)*k]))
+	}
+	classData := array.NewData(arrow.PrimitiveTypes.Int64, rows, []*memory.Buffer{nil, classBuf}, nil, 0, 0)
+	classArr := array.NewInt64Data(classData)
+	classData.Release()
+	classBuf.Release()
+	probArr := tensor.NewFixedSizeList(probBuf, rows, k)
+	defer classArr.Release()
+	defer probArr.Release()
+	return array.NewRecord(s.schema, []arrow.Array{classArr, probArr}, int64(rows))
+}
+
+func (s *session) Shutdown(context.Context) error {
+	s.hidden = nil
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package arrowtest holds helpers for tests that build Arrow records.
+package arrowtest
+
+import (
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Allocator returns a checked allocator that fails t if any bytes are still
+// held when the test (and its cleanups registered later) has finished.
+func Allocator(t testing.TB) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+// IDSchema is the schema of [IDs]: one non-nullable int64 column "id".
+var IDSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+
+// IDs returns a record of IDSchema holding start, start+1, …, start+n-1.
+func IDs(mem memory.Allocator, start, n int) arrow.Record {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(start + i))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecord(IDSchema, []arrow.Array{col}, int64(n))
+}
+
+// Chunked returns records of IDSchema with the given sizes, numbered on
+// from 0 across them. The caller releases each.
+func Chunked(mem memory.Allocator, sizes []int) []arrow.Record {
+	recs := make([]arrow.Record, len(sizes))
+	start := 0
+	for i, n := range sizes {
+		recs[i] = IDs(mem, start, n)
+		start += n
+	}
+	return recs
+}
+
+// Release releases every record.
+func Release(recs []arrow.Record) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// Int64s returns the values of column name of every record, concatenated.
+func Int64s(t testing.TB, name string, recs ...arrow.Record) []int64 {
+	t.Helper()
+	var out []int64
+	for _, r := range recs {
+		idx := r.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			t.Fatalf("no column %q in %s", name, r.Schema())
+		}
+		out = append(out, r.Column(idx[0]).(*array.Int64).Int64Values()...)
+	}
+	return out
+}

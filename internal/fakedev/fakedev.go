@@ -1,0 +1,146 @@
+// Package fakedev is a fake device for tests: it doubles an int64 "id"
+// column, counts its sessions and fails, panics or blocks on request.
+package fakedev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// ErrInjected is the error a Model returns when told to fail.
+var ErrInjected = errors.New("fakedev: injected failure")
+
+// OutputSchema is the schema of the fake predictions: "y" = 2·id, with
+// padding rows set to -1 so a leaked padding row is visible.
+var OutputSchema = arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int64}}, nil)
+
+// Model is a fake predict.Model. Set its fields before use.
+type Model struct {
+	FailAt      int  // batch index whose Predict fails; -1 (or 0 with Fail unset) never
+	Fail        bool // enable FailAt
+	PanicAt     int  // batch index whose Predict panics, when Panic is set
+	Panic       bool
+	ShortAt     int // batch index whose Predict returns one row too few, when Short is set
+	Short       bool
+	StartErr    error
+	ShutdownErr error
+	// Block makes Predict wait until the channel is closed or ctx is done.
+	Block chan struct{}
+
+	Starts, Shutdowns, Predicts atomic.Int32
+	// Live counts sessions started and not yet shut down.
+	Live atomic.Int32
+
+	mu      sync.Mutex
+	configs []predict.SessionConfig
+	batches []Seen
+}
+
+// Seen records what a Predict call was given.
+type Seen struct {
+	Index, Rows, Padding, Replica int
+}
+
+var _ predict.Model = (*Model)(nil)
+
+// Start implements predict.Model.
+func (m *Model) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+	if m.StartErr != nil {
+		return nil, m.StartErr
+	}
+	m.Starts.Add(1)
+	m.Live.Add(1)
+	m.mu.Lock()
+	m.configs = append(m.configs, cfg)
+	m.mu.Unlock()
+	mem := cfg.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &session{m: m, cfg: cfg, mem: mem}, nil
+}
+
+// Configs returns the configurations sessions were started with.
+func (m *Model) Configs() []predict.SessionConfig {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]predict.SessionConfig(nil), m.configs...)
+}
+
+// Batches returns what every Predict call saw, in call order.
+func (m *Model) Batches() []Seen {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Seen(nil), m.batches...)
+}
+
+type session struct {
+	m    *Model
+	cfg  predict.SessionConfig
+	mem  memory.Allocator
+	down atomic.Bool
+}
+
+func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.Record, error) {
+	m := s.m
+	if s.down.Load() {
+		return nil, errors.New("fakedev: predict after shutdown")
+	}
+	m.Predicts.Add(1)
+	m.mu.Lock()
+	m.batches = append(m.batches, Seen{Index: b.Index, Rows: b.Rows(), Padding: b.Padding, Replica: s.cfg.Replica})
+	m.mu.Unlock()
+	if m.Block != nil {
+		select {
+		case <-m.Block:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	switch {
+	case m.Fail && b.Index == m.FailAt:
+		return nil, fmt.Errorf("batch %d: %w", b.Index, ErrInjected)
+	case m.Panic && b.Index == m.PanicAt:
+		panic(fmt.Sprintf("fakedev: panic at batch %d", b.Index))
+	}
+	rows := int(b.Record.NumRows())
+	if got := rows; got != s.cfg.BatchSize {
+		return nil, fmt.Errorf("fakedev: batch of %d rows, session batch size %d", got, s.cfg.BatchSize)
+	}
+	ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
+	flags := b.Record.Column(b.Record.Schema().FieldIndices(pad.Column)[0]).(*array.Boolean)
+	if m.Short && b.Index == m.ShortAt {
+		rows--
+	}
+	ys := array.NewInt64Builder(s.mem)
+	defer ys.Release()
+	for i := range rows {
+		if flags.Value(i) {
+			ys.Append(-1)
+		} else {
+			ys.Append(2 * ids.Value(i))
+		}
+	}
+	col := ys.NewArray()
+	defer col.Release()
+	return array.NewRecord(OutputSchema, []arrow.Array{col}, int64(rows)), nil
+}
+
+func (s *session) Shutdown(context.Context) error {
+	if s.down.Swap(true) {
+		panic("fakedev: shutdown twice")
+	}
+	s.m.Shutdowns.Add(1)
+	s.m.Live.Add(-1)
+	return s.m.ShutdownErr
+}

@@ -1,0 +1,256 @@
+package pad
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Column is the name of the bool column that marks padding rows.
+const Column = "is_padding"
+
+var (
+	// ErrColumnExists reports an input that already has a column named [Column].
+	ErrColumnExists = errors.New("pad: input already has an " + Column + " column")
+	// ErrUnsupportedType reports a column whose type cannot be padded.
+	ErrUnsupportedType = errors.New("pad: unsupported column type")
+	// ErrTooManyRows reports a record longer than the padded size.
+	ErrTooManyRows = errors.New("pad: record longer than the batch size")
+	// ErrSchema reports a record whose schema is not the one the Padder was made for.
+	ErrSchema = errors.New("pad: schema mismatch")
+	// ErrNoColumn reports a record without the [Column] column, or with one of the wrong type.
+	ErrNoColumn = errors.New("pad: no valid " + Column + " column")
+	// ErrNotTrailing reports padding rows that are not all after the real rows.
+	ErrNotTrailing = errors.New("pad: padding rows are not a suffix")
+)
+
+// Field is the schema field of the padding column.
+var field = arrow.Field{Name: Column, Type: arrow.FixedWidthTypes.Boolean, Nullable: false}
+
+// Field returns the schema field of the padding column: non-nullable bool.
+func Field() arrow.Field { return field }
+
+// Schema returns s with the padding column appended. It fails if s already
+// has a column named [Column] or a column of a type that cannot be padded.
+func Schema(s *arrow.Schema) (*arrow.Schema, error) {
+	if err := CheckSchema(s); err != nil {
+		return nil, err
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(append(s.Fields(), field), &md), nil
+}
+
+// CheckSchema reports whether every column of s can be padded and none is
+// named [Column].
+func CheckSchema(s *arrow.Schema) error {
+	for _, f := range s.Fields() {
+		if f.Name == Column {
+			return ErrColumnExists
+		}
+		if err := checkType(f.Type); err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+func checkType(dt arrow.DataType) error {
+	switch t := dt.(type) {
+	case *arrow.FixedSizeListType:
+		return checkType(t.Elem())
+	case *arrow.ListType:
+		return checkType(t.Elem())
+	case *arrow.LargeListType:
+		return checkType(t.Elem())
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if err := checkType(f.Type); err != nil {
+				return fmt.Errorf("field %q: %w", f.Name, err)
+			}
+		}
+		return nil
+	}
+	switch dt.ID() {
+	case arrow.BOOL,
+		arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64,
+		arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY,
+		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.TIMESTAMP, arrow.DURATION,
+		arrow.DECIMAL128, arrow.DECIMAL256:
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnsupportedType, dt)
+}
+
+// Padder pads records of one schema to one size. It keeps an all-false
+// padding column for full batches, so padding a full batch allocates no
+// column data. A Padder is safe for concurrent use; Release it when done.
+type Padder struct {
+	mem    memory.Allocator
+	in     *arrow.Schema
+	out    *arrow.Schema
+	size   int
+	allOff *array.Boolean // size × false, shared by every full batch
+}
+
+// New returns a Padder for records of schema s padded to size rows.
+func New(mem memory.Allocator, s *arrow.Schema, size int) (*Padder, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("pad: size %d, want > 0", size)
+	}
+	out, err := Schema(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Padder{mem: mem, in: s, out: out, size: size, allOff: boolColumn(mem, size, size)}, nil
+}
+
+// Schema returns the schema of padded records: the input's plus [Column].
+func (p *Padder) Schema() *arrow.Schema { return p.out }
+
+// Size returns the number of rows of every padded record.
+func (p *Padder) Size() int { return p.size }
+
+// Release frees the Padder's shared column.
+func (p *Padder) Release() {
+	if p.allOff != nil {
+		p.allOff.Release()
+		p.allOff = nil
+	}
+}
+
+// Pad returns rec extended to Size rows with the padding column appended,
+// and the number of padding rows added. rec is not modified or released.
+func (p *Padder) Pad(rec arrow.Record) (arrow.Record, int, error) {
+	n := int(rec.NumRows())
+	if n > p.size {
+		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, n, p.size)
+	}
+	if !rec.Schema().Equal(p.in) {
+		return nil, 0, fmt.Errorf("%w: expected %s, got %s", ErrSchema, p.in, rec.Schema())
+	}
+	cols := make([]arrow.Array, 0, len(rec.Columns())+1)
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	if n == p.size {
+		for _, c := range rec.Columns() {
+			c.Retain()
+			cols = append(cols, c)
+		}
+		p.allOff.Retain()
+		cols = append(cols, p.allOff)
+		return array.NewRecord(p.out, cols, int64(p.size)), 0, nil
+	}
+	for i, c := range rec.Columns() {
+		padded, err := extend(p.mem, c, p.size-n)
+		if err != nil {
+			return nil, 0, fmt.Errorf("pad column %q: %w", p.in.Field(i).Name, err)
+		}
+		cols = append(cols, padded)
+	}
+	cols = append(cols, boolColumn(p.mem, p.size, n))
+	return array.NewRecord(p.out, cols, int64(p.size)), p.size - n, nil
+}
+
+// extend returns a copy of arr followed by k zero values.
+func extend(mem memory.Allocator, arr arrow.Array, k int) (arrow.Array, error) {
+	b := array.NewBuilder(mem, arr.DataType())
+	defer b.Release()
+	b.AppendEmptyValues(k)
+	built := b.NewArray()
+	defer built.Release()
+	data := retype(built.Data(), arr.DataType())
+	defer data.Release()
+	zeros := array.MakeFromData(data)
+	defer zeros.Release()
+	return array.Concatenate([]arrow.Array{arr, zeros}, mem)
+}
+
+// retype returns data labelled with dt, recursively. Arrow v15's builders
+// forget that a list's elements are non-nullable, so the zeros they build
+// must be given the column's exact type back before concatenation.
+func retype(data arrow.ArrayData, dt arrow.DataType) arrow.ArrayData {
+	var childTypes []arrow.DataType
+	switch t := dt.(type) {
+	case *arrow.FixedSizeListType:
+		childTypes = []arrow.DataType{t.Elem()}
+	case *arrow.ListType:
+		childTypes = []arrow.DataType{t.Elem()}
+	case *arrow.LargeListType:
+		childTypes = []arrow.DataType{t.Elem()}
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			childTypes = append(childTypes, f.Type)
+		}
+	}
+	children := make([]arrow.ArrayData, len(data.Children()))
+	for i, c := range data.Children() {
+		children[i] = retype(c, childTypes[i])
+		defer children[i].Release()
+	}
+	return array.NewData(dt, data.Len(), data.Buffers(), children, data.NullN(), data.Offset())
+}
+
+// boolColumn returns a padding column of size rows whose first real rows are false.
+func boolColumn(mem memory.Allocator, size, real int) *array.Boolean {
+	b := array.NewBooleanBuilder(mem)
+	defer b.Release()
+	b.Reserve(size)
+	for i := range size {
+		b.UnsafeAppend(i >= real)
+	}
+	return b.NewBooleanArray()
+}
+
+// Strip returns rec without its padding rows and without the padding column,
+// zero-copy, and the number of padding rows removed. Padding rows must all
+// come after the real rows, as [Padder.Pad] puts them.
+func Strip(rec arrow.Record) (arrow.Record, int, error) {
+	idx := rec.Schema().FieldIndices(Column)
+	if len(idx) != 1 {
+		return nil, 0, ErrNoColumn
+	}
+	flags, ok := rec.Column(idx[0]).(*array.Boolean)
+	if !ok || flags.NullN() > 0 {
+		return nil, 0, fmt.Errorf("%w: type %s, %d nulls", ErrNoColumn, rec.Column(idx[0]).DataType(), rec.Column(idx[0]).NullN())
+	}
+	real := RealRows(flags)
+	for i := real; i < flags.Len(); i++ {
+		if !flags.Value(i) {
+			return nil, 0, fmt.Errorf("%w: row %d is real after padding row %d", ErrNotTrailing, i, real)
+		}
+	}
+	dropped := withoutColumn(rec, idx[0])
+	if real == int(rec.NumRows()) {
+		return dropped, 0, nil
+	}
+	defer dropped.Release()
+	return dropped.NewSlice(0, int64(real)), int(rec.NumRows()) - real, nil
+}
+
+// withoutColumn returns rec without column i, sharing the other columns.
+func withoutColumn(rec arrow.Record, i int) arrow.Record {
+	s := rec.Schema()
+	fields := append(s.Fields()[:i:i], s.Fields()[i+1:]...)
+	cols := append(rec.Columns()[:i:i], rec.Columns()[i+1:]...)
+	md := s.Metadata()
+	return array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+}
+
+// RealRows returns the number of leading rows of a padding column that are
+// not padding.
+func RealRows(flags *array.Boolean) int {
+	for i := range flags.Len() {
+		if flags.Value(i) {
+			return i
+		}
+	}
+	return flags.Len()
+}

@@ -1,0 +1,56 @@
+package predict
+
+import (
+	"context"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Model is what a device implements, in the manner of database/sql/driver:
+// a small interface that the Predictor drives. Start opens a session; the
+// Predictor calls Session.Predict once per batch, from one goroutine, and
+// Session.Shutdown exactly once.
+type Model interface {
+	Start(ctx context.Context, cfg SessionConfig) (Session, error)
+}
+
+// SessionConfig tells a session the static shape it will see.
+type SessionConfig struct {
+	// BatchSize is the number of rows of every batch this session receives
+	// (the per-replica batch size, TPUEstimator's params['batch_size']).
+	BatchSize int
+	// Replica is this session's index among Replicas sessions.
+	Replica, Replicas int
+	// Schema is the schema of every batch: the dataset's columns and the
+	// non-nullable bool column pad.Column.
+	Schema *arrow.Schema
+	// Allocator is where output records should be allocated.
+	Allocator memory.Allocator
+}
+
+// Session is one running device session.
+type Session interface {
+	// Predict returns the predictions for a padded batch: a new record with
+	// exactly b.Record.NumRows() rows, owned by the caller. The batch is
+	// borrowed for the call. Rows marked by the pad.Column column hold zero
+	// values; their predictions are dropped.
+	Predict(ctx context.Context, b Batch) (arrow.Record, error)
+	// Shutdown releases the device. It is called exactly once, also after a
+	// cancel or an error, with a context that is not cancelled.
+	Shutdown(ctx context.Context) error
+}
+
+// Batch is one padded batch as the device sees it.
+type Batch struct {
+	// Index counts batches from 0 in input order.
+	Index int
+	// Record holds the batch rows followed by Padding padding rows, and
+	// the pad.Column column. It is borrowed for the call.
+	Record arrow.Record
+	// Padding is the number of padding rows at the end of Record.
+	Padding int
+}
+
+// Rows returns the number of real (not padding) rows of the batch.
+func (b Batch) Rows() int { return int(b.Record.NumRows()) - b.Padding }

@@ -1,0 +1,69 @@
+package predict
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Option configures a Predictor.
+type Option func(*config)
+
+type config struct {
+	batchSize   int
+	mem         memory.Allocator
+	hooks       []Hook
+	passthrough []string
+	keepPadding bool
+	logger      *slog.Logger
+	onStats     func(Stats)
+}
+
+// WithBatchSize sets the global batch size: the number of rows of every
+// batch the device sees. The default is 128.
+func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// WithAllocator sets the allocator for batches and predictions. The default
+// is memory.DefaultAllocator.
+func WithAllocator(mem memory.Allocator) Option { return func(c *config) { c.mem = mem } }
+
+// WithHooks adds hooks called around every batch, in the order given.
+func WithHooks(h ...Hook) Option { return func(c *config) { c.hooks = append(c.hooks, h...) } }
+
+// WithPassthrough copies the named input columns (keys, say) onto the
+// predictions, before the model's columns, row-aligned.
+func WithPassthrough(columns ...string) Option {
+	return func(c *config) { c.passthrough = append(c.passthrough, columns...) }
+}
+
+// WithPadding keeps the padding rows in the predictions and appends the
+// pad.Column column, for callers that want the raw device output.
+func WithPadding(keep bool) Option { return func(c *config) { c.keepPadding = keep } }
+
+// WithLogger sets the logger for session and run events. The default
+// discards them.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithStats registers a function that receives the statistics of every run
+// after its session has shut down and before its channel closes.
+func WithStats(fn func(Stats)) Option { return func(c *config) { c.onStats = fn } }
+
+// Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
+// function may be nil. An error from a hook ends the run with that error;
+// the session still shuts down.
+type Hook struct {
+	// Before is called with the padded batch before the device sees it.
+	Before func(ctx context.Context, info BatchInfo, padded arrow.Record) error
+	// After is called with the predictions of the batch, as the consumer
+	// will receive them, before they are delivered.
+	After func(ctx context.Context, info BatchInfo, predictions arrow.Record) error
+}
+
+// BatchInfo describes one batch to hooks.
+type BatchInfo struct {
+	Index   int // batch index from 0
+	Rows    int // real rows
+	Padding int // padding rows
+}

@@ -1,0 +1,113 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+var (
+	// ErrType reports a column that is not a list of float32.
+	ErrType = errors.New("tensor: column is not a fixed_size_list<float32> or list<float32>")
+	// ErrWidth reports rows of a different width than expected.
+	ErrWidth = errors.New("tensor: wrong row width")
+	// ErrNull reports a null row or a null value inside a row.
+	ErrNull = errors.New("tensor: null value")
+)
+
+// Width returns the row width d of a fixed_size_list<float32>[d] type, or 0
+// for a list<float32> or large_list<float32> type, whose width is only known
+// from its data. It fails for any other type.
+func Width(dt arrow.DataType) (int, error) {
+	switch t := dt.(type) {
+	case *arrow.FixedSizeListType:
+		if t.Elem().ID() == arrow.FLOAT32 {
+			return int(t.Len()), nil
+		}
+	case *arrow.ListType:
+		if t.Elem().ID() == arrow.FLOAT32 {
+			return 0, nil
+		}
+	case *arrow.LargeListType:
+		if t.Elem().ID() == arrow.FLOAT32 {
+			return 0, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: got %s", ErrType, dt)
+}
+
+// Float32 returns the values of a tensor column as an arr.Len()×width
+// row-major matrix, zero-copy. Row numbers in errors count from 0 within arr.
+func Float32(arr arrow.Array, width int) ([]float32, error) {
+	n := arr.Len()
+	if arr.NullN() > 0 {
+		return nil, fmt.Errorf("%w: row %d is null", ErrNull, firstNull(arr, 0, n))
+	}
+	var values arrow.Array
+	var start int
+	switch a := arr.(type) {
+	case *array.FixedSizeList:
+		if got, err := Width(a.DataType()); err != nil {
+			return nil, err
+		} else if got != width {
+			return nil, fmt.Errorf("%w: fixed_size_list of %d values, want %d", ErrWidth, got, width)
+		}
+		values, start = a.ListValues(), a.Offset()*width
+	case array.ListLike:
+		if _, err := Width(a.DataType()); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			if b, e := a.ValueOffsets(i); int(e-b) != width {
+				return nil, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)
+			}
+		}
+		if n > 0 {
+			b, _ := a.ValueOffsets(0)
+			start = int(b)
+		}
+		values = a.ListValues()
+	default:
+		return nil, fmt.Errorf("%w: got %s", ErrType, arr.DataType())
+	}
+	v := values.(*array.Float32)
+	if v.NullN() > 0 {
+		if i := firstNull(v, start, start+n*width); i >= 0 {
+			return nil, fmt.Errorf("%w: row %d holds a null value", ErrNull, (i-start)/width)
+		}
+	}
+	return v.Float32Values()[start : start+n*width], nil
+}
+
+// firstNull returns the first null index of arr in [from, to), or -1.
+func firstNull(arr arrow.Array, from, to int) int {
+	for i := from; i < to; i++ {
+		if arr.IsNull(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// NewFixedSizeList returns a fixed_size_list<float32>[width] array of
+// rows rows over the values in buf (as made by [NewBuffer]). It takes over
+// the caller's reference to buf.
+func NewFixedSizeList(buf *memory.Buffer, rows, width int) *array.FixedSizeList {
+	defer buf.Release() // NewData holds its own reference
+	vals := array.NewData(arrow.PrimitiveTypes.Float32, rows*width, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer vals.Release()
+	list := array.NewData(arrow.FixedSizeListOfNonNullable(int32(width), arrow.PrimitiveTypes.Float32), rows, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
+	defer list.Release()
+	return array.NewFixedSizeListData(list)
+}
+
+// NewBuffer allocates a buffer of n float32 values from mem and returns it
+// with a view of its values. The values are not zeroed.
+func NewBuffer(mem memory.Allocator, n int) (*memory.Buffer, []float32) {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(n * arrow.Float32SizeBytes)
+	return buf, arrow.Float32Traits.CastFromBytes(buf.Bytes())
+}
