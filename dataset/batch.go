@@ -36,8 +36,7 @@ func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.Record, e
 				yield(nil, err)
 				return
 			}
-			defer batch.Release()
-			yield(batch, nil)
+			yieldOwned(yield, batch)
 		}
 	}
 }
@@ -60,11 +59,8 @@ func (b *batcher) add(rec arrow.Record, yield func(arrow.Record, error) bool) bo
 		take := min(b.size-b.rows, total-off)
 		if b.rows == 0 && take == b.size {
 			// The whole batch lies inside rec: hand out a zero-copy slice.
-			batch := rec.NewSlice(int64(off), int64(off+take))
 			b.index++
-			ok := yield(batch, nil)
-			batch.Release()
-			if !ok {
+			if !yieldOwned(yield, rec.NewSlice(int64(off), int64(off+take))) {
 				return false
 			}
 			off += take
@@ -79,14 +75,19 @@ func (b *batcher) add(rec arrow.Record, yield func(arrow.Record, error) bool) bo
 				yield(nil, err)
 				return false
 			}
-			ok := yield(batch, nil)
-			batch.Release()
-			if !ok {
+			if !yieldOwned(yield, batch) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// yieldOwned yields rec and releases it afterwards, even if the loop body
+// panics.
+func yieldOwned(yield func(arrow.Record, error) bool, rec arrow.Record) bool {
+	defer rec.Release()
+	return yield(rec, nil)
 }
 
 // flush returns the pending rows as one record and empties pending.

@@ -205,3 +205,26 @@ func TestUniformTensors(t *testing.T) {
 		first = vals
 	}
 }
+
+func TestBatchesPanicInBodyReleases(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	recs := arrowtest.Chunked(mem, []int{8, 3})
+	defer arrowtest.Release(recs)
+	ds := dataset.FromRecords(arrowtest.IDSchema, recs...)
+	for _, at := range []int{0, 2} { // inside one record; spanning two
+		func() {
+			defer func() {
+				if r := recover(); r != "body" {
+					t.Fatalf("recovered %v", r)
+				}
+			}()
+			i := 0
+			for range ds.Batches(mem, 4) {
+				if i == at {
+					panic("body")
+				}
+				i++
+			}
+		}()
+	}
+}

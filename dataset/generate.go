@@ -20,10 +20,7 @@ func Generate(mem memory.Allocator, schema *arrow.Schema, rows, chunk int, fill 
 		for start := 0; start < rows; start += chunk {
 			n := min(chunk, rows-start)
 			fill(b, start, n)
-			rec := b.NewRecord()
-			ok := yield(rec, nil)
-			rec.Release()
-			if !ok {
+			if !yieldOwned(yield, b.NewRecord()) {
 				return
 			}
 		}

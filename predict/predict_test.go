@@ -1,0 +1,479 @@
+package predict_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// fixture is a dataset of ids 0..total-1 in records of the given sizes.
+type fixture struct {
+	recs  []arrow.Record
+	ds    *dataset.Dataset
+	total int
+}
+
+func newFixture(t *testing.T, mem memory.Allocator, sizes ...int) *fixture {
+	t.Helper()
+	recs := arrowtest.Chunked(mem, sizes)
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	f := &fixture{recs: recs, ds: dataset.FromRecords(arrowtest.IDSchema, recs...), total: total}
+	t.Cleanup(f.release)
+	return f
+}
+
+// release releases the records once; the dataset is unusable afterwards.
+func (f *fixture) release() {
+	arrowtest.Release(f.recs)
+	f.recs = nil
+}
+
+func newPredictor(t *testing.T, m predict.Model, opts ...predict.Option) *predict.Predictor {
+	t.Helper()
+	p, err := predict.New(m, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// drain reads every result, releasing records, and returns the "y" values
+// and the final error.
+func drain(t *testing.T, ch <-chan predict.Result) (ys []int64, err error) {
+	t.Helper()
+	for r := range ch {
+		if r.Err != nil {
+			if err != nil {
+				t.Fatalf("second error result: %v after %v", r.Err, err)
+			}
+			err = r.Err
+			continue
+		}
+		if err != nil {
+			t.Fatal("result after the error result")
+		}
+		ys = append(ys, arrowtest.Int64s(t, "y", r.Record)...)
+		r.Record.Release()
+	}
+	return ys, err
+}
+
+func doubled(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 2 * int64(i)
+	}
+	return out
+}
+
+func assertLifecycle(t *testing.T, m *fakedev.Model, starts int32) {
+	t.Helper()
+	if s, d := m.Starts.Load(), m.Shutdowns.Load(); s != starts || d != starts {
+		t.Fatalf("starts %d, shutdowns %d; want %d of each", s, d, starts)
+	}
+}
+
+func TestExactlyOnceInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 60 {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		size := 1 + rng.IntN(9)
+		sizes := make([]int, rng.IntN(8))
+		for i := range sizes {
+			sizes[i] = rng.IntN(3*size + 1)
+		}
+		f := newFixture(t, mem, sizes...)
+		m := &fakedev.Model{}
+		p := newPredictor(t, m, predict.WithBatchSize(size), predict.WithAllocator(mem))
+
+		ys, err := drain(t, p.Predict(t.Context(), f.ds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ys, doubled(f.total)) {
+			t.Fatalf("trial %d: sizes %v batch %d: got %v", trial, sizes, size, ys)
+		}
+		assertLifecycle(t, m, 1)
+		batches := m.Batches()
+		if want := (f.total + size - 1) / size; len(batches) != want {
+			t.Fatalf("trial %d: %d device steps, want %d", trial, len(batches), want)
+		}
+		for i, b := range batches {
+			last := i == len(batches)-1
+			if b.Index != i || b.Rows+b.Padding != size || (!last && b.Padding != 0) {
+				t.Fatalf("trial %d: step %d saw %+v", trial, i, b)
+			}
+		}
+		f.release()
+		mem.AssertSize(t, 0)
+	}
+}
+
+func TestSessionConfig(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 10)
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.Configs()[0]
+	if cfg.BatchSize != 4 || cfg.Replicas != 1 || cfg.Allocator != mem {
+		t.Fatalf("config %+v", cfg)
+	}
+	if want, _ := pad.Schema(arrowtest.IDSchema); !cfg.Schema.Equal(want) {
+		t.Fatalf("session schema %s, want %s", cfg.Schema, want)
+	}
+	if got := m.Batches()[2]; got.Rows != 2 || got.Padding != 2 {
+		t.Fatalf("last batch %+v, want 2 rows and 2 padding", got)
+	}
+}
+
+func TestPassthroughAndKeepPadding(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 5)
+	p := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPassthrough("id"))
+	var ids []int64
+	for rec, err := range p.All(t.Context(), f.ds) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Schema().Field(0).Name + "," + rec.Schema().Field(1).Name; got != "id,y" || rec.NumCols() != 2 {
+			t.Fatalf("columns %s", rec.Schema())
+		}
+		ids = append(ids, arrowtest.Int64s(t, "id", rec)...)
+	}
+	if !slices.Equal(ids, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("passthrough ids %v", ids)
+	}
+
+	raw := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPadding(true))
+	var ys []int64
+	var flags []bool
+	for rec, err := range raw.All(t.Context(), f.ds) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ys = append(ys, arrowtest.Int64s(t, "y", rec)...)
+		col := rec.Column(rec.Schema().FieldIndices(pad.Column)[0]).(*array.Boolean)
+		for i := range col.Len() {
+			flags = append(flags, col.Value(i))
+		}
+	}
+	if !slices.Equal(ys, []int64{0, 2, 4, 6, 8, -1, -1, -1}) || !slices.Equal(flags, []bool{false, false, false, false, false, true, true, true}) {
+		t.Fatalf("raw output y %v, is_padding %v", ys, flags)
+	}
+}
+
+func TestEmptyDataset(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	for _, sizes := range [][]int{nil, {0, 0}} {
+		f := newFixture(t, mem, sizes...)
+		m := &fakedev.Model{}
+		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		ys, err := drain(t, p.Predict(t.Context(), f.ds))
+		if err != nil || len(ys) != 0 {
+			t.Fatalf("empty: ys %v, err %v", ys, err)
+		}
+		if m.Starts.Load() != m.Shutdowns.Load() || m.Predicts.Load() != 0 {
+			t.Fatalf("empty: starts %d, shutdowns %d, predicts %d", m.Starts.Load(), m.Shutdowns.Load(), m.Predicts.Load())
+		}
+	}
+}
+
+func TestFailuresShutDownOnceAndSayWhere(t *testing.T) {
+	tests := []struct {
+		name  string
+		model *fakedev.Model
+		is    error
+		say   []string
+		rows  int // predictions delivered before the failure
+	}{
+		{"model error", &fakedev.Model{Fail: true, FailAt: 2}, fakedev.ErrInjected, []string{"batch 2"}, 8},
+		{"model panic", &fakedev.Model{Panic: true, PanicAt: 1}, predict.ErrPanic, []string{"batch 1", "panic at batch 1"}, 4},
+		{"wrong row count", &fakedev.Model{Short: true, ShortAt: 3}, predict.ErrRowCount, []string{"batch 3", "got 3", "want 4"}, 12},
+		{"shutdown error", &fakedev.Model{ShutdownErr: fakedev.ErrInjected}, fakedev.ErrInjected, []string{"shutdown"}, 14},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := arrowtest.Allocator(t)
+			f := newFixture(t, mem, 3, 11)
+			p := newPredictor(t, tc.model, predict.WithBatchSize(4), predict.WithAllocator(mem))
+			ys, err := drain(t, p.Predict(t.Context(), f.ds))
+			if !errors.Is(err, tc.is) {
+				t.Fatalf("err %v, want %v", err, tc.is)
+			}
+			for _, s := range tc.say {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("err %q does not say %q", err, s)
+				}
+			}
+			if !slices.Equal(ys, doubled(tc.rows)) {
+				t.Fatalf("delivered %v before the failure, want %d rows", ys, tc.rows)
+			}
+			assertLifecycle(t, tc.model, 1)
+
+			// The iterator form reports the same failure.
+			tc.model.Starts.Store(0)
+			tc.model.Shutdowns.Store(0)
+			var last error
+			for _, err := range p.All(t.Context(), f.ds) {
+				last = err
+			}
+			if !errors.Is(last, tc.is) {
+				t.Fatalf("All: err %v, want %v", last, tc.is)
+			}
+			assertLifecycle(t, tc.model, 1)
+		})
+	}
+}
+
+func TestStartErrorNoSession(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 5)
+	m := &fakedev.Model{StartErr: fakedev.ErrInjected}
+	_, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), f.ds))
+	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "start session") {
+		t.Fatalf("err %v", err)
+	}
+	assertLifecycle(t, m, 0)
+}
+
+func TestHooks(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 10)
+	var events []string
+	hook := predict.Hook{
+		Before: func(_ context.Context, info predict.BatchInfo, padded arrow.Record) error {
+			events = append(events, fmt.Sprintf("before %d %d+%d/%d", info.Index, info.Rows, info.Padding, padded.NumRows()))
+			return nil
+		},
+		After: func(_ context.Context, info predict.BatchInfo, preds arrow.Record) error {
+			events = append(events, fmt.Sprintf("after %d %d", info.Index, preds.NumRows()))
+			if info.Index == 1 {
+				return fakedev.ErrInjected
+			}
+			return nil
+		},
+	}
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithHooks(hook))
+	ys, err := drain(t, p.Predict(t.Context(), f.ds))
+	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1: after hook") {
+		t.Fatalf("err %v", err)
+	}
+	want := []string{"before 0 4+0/4", "after 0 4", "before 1 4+0/4", "after 1 4"}
+	if !slices.Equal(events, want) || len(ys) != 4 {
+		t.Fatalf("events %v, ys %v", events, ys)
+	}
+	assertLifecycle(t, m, 1)
+}
+
+func TestBadInput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	if _, err := predict.New(&fakedev.Model{}, predict.WithBatchSize(0)); !errors.Is(err, predict.ErrBatchSize) {
+		t.Fatalf("batch size 0: err %v", err)
+	}
+
+	withFlag := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, pad.Field()}, nil)
+	m := &fakedev.Model{}
+	_, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), dataset.FromRecords(withFlag)))
+	if !errors.Is(err, pad.ErrColumnExists) {
+		t.Fatalf("is_padding in input: err %v", err)
+	}
+	assertLifecycle(t, m, 0)
+
+	f := newFixture(t, mem, 3)
+	_, err = drain(t, newPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("key")).Predict(t.Context(), f.ds))
+	if !errors.Is(err, predict.ErrColumn) || !strings.Contains(err.Error(), `"key"`) {
+		t.Fatalf("missing passthrough: err %v", err)
+	}
+	_, err = drain(t, newPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("id", "id")).Predict(t.Context(), f.ds))
+	if !errors.Is(err, predict.ErrColumn) || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("duplicate passthrough: err %v", err)
+	}
+
+	other := arrowtest.IDs(mem, 3, 2)
+	defer other.Release()
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	b.Append(1)
+	col := b.NewArray()
+	defer col.Release()
+	changed := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+	defer changed.Release()
+	m = &fakedev.Model{}
+	ds := dataset.FromRecords(arrowtest.IDSchema, f.recs[0], other, changed)
+	ys, err := drain(t, newPredictor(t, m, predict.WithBatchSize(2), predict.WithAllocator(mem)).Predict(t.Context(), ds))
+	if !errors.Is(err, dataset.ErrSchemaMismatch) || !strings.Contains(err.Error(), "record 2") {
+		t.Fatalf("schema change: err %v", err)
+	}
+	if !slices.Equal(ys, []int64{0, 2, 4, 6}) {
+		t.Fatalf("schema change: delivered %v", ys)
+	}
+	assertLifecycle(t, m, 1)
+}
+
+func TestIteratorBreakShutsDownBeforeLoopEnds(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 7, 7, 7)
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	n := 0
+	for _, err := range p.All(t.Context(), f.ds) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Live.Load() != 1 {
+			t.Fatal("no live session inside the loop")
+		}
+		if n++; n == 2 {
+			break
+		}
+	}
+	if m.Live.Load() != 0 {
+		t.Fatal("session still live after break")
+	}
+	assertLifecycle(t, m, 1)
+	if m.Predicts.Load() != 2 {
+		t.Fatalf("%d device steps after a break at the second batch", m.Predicts.Load())
+	}
+}
+
+func TestIteratorPanicInBodyShutsDown(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 9)
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	func() {
+		defer func() {
+			if r := recover(); r != "body" {
+				t.Fatalf("recovered %v, want the body's panic", r)
+			}
+		}()
+		for range p.All(t.Context(), f.ds) {
+			panic("body")
+		}
+	}()
+	assertLifecycle(t, m, 1)
+}
+
+func TestCancelWhileConsumerIsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 40)
+		m := &fakedev.Model{}
+		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		ctx, cancel := context.WithCancel(t.Context())
+		ch := p.Predict(ctx, f.ds)
+		for range 2 {
+			(<-ch).Record.Release()
+		}
+		synctest.Wait() // the run has computed batch 2 and waits to send it
+		if got := m.Predicts.Load(); got != 3 {
+			t.Fatalf("%d device steps before the cancel, want 3", got)
+		}
+		cancel()
+		for r := range ch {
+			t.Fatalf("result after cancel: %+v", r)
+		}
+		// The channel is closed: the device must be down already.
+		assertLifecycle(t, m, 1)
+		if m.Predicts.Load() != 3 {
+			t.Fatalf("device ran %d steps, want no more after the cancel", m.Predicts.Load())
+		}
+	})
+}
+
+func TestCancelWhileDeviceIsBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 40)
+		m := &fakedev.Model{Block: make(chan struct{})}
+		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		ctx, cancel := context.WithCancel(t.Context())
+		ch := p.Predict(ctx, f.ds)
+		synctest.Wait() // blocked inside the first Predict
+		if m.Live.Load() != 1 || m.Predicts.Load() != 1 {
+			t.Fatalf("live %d, predicts %d", m.Live.Load(), m.Predicts.Load())
+		}
+		cancel()
+		if _, ok := <-ch; ok {
+			t.Fatal("result after cancel")
+		}
+		assertLifecycle(t, m, 1)
+	})
+}
+
+func TestCancelIteratorForm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 40)
+		m := &fakedev.Model{}
+		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		ctx, cancel := context.WithCancel(t.Context())
+		var errs []error
+		n := 0
+		for _, err := range p.All(ctx, f.ds) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if n++; n == 3 {
+				cancel()
+			}
+		}
+		if n != 3 || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+			t.Fatalf("%d batches, errors %v; want 3 and context.Canceled", n, errs)
+		}
+		assertLifecycle(t, m, 1)
+	})
+}
+
+func TestCancelledBeforeStart(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 5)
+	m := &fakedev.Model{}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(ctx, f.ds)); err != nil {
+		t.Fatalf("err %v: a cancelled consumer is sent nothing", err)
+	}
+	assertLifecycle(t, m, 0)
+}
+
+func TestStats(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 3, 8)
+	var got []predict.Stats
+	p := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem),
+		predict.WithStats(func(s predict.Stats) { got = append(got, s) }))
+	if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("stats reported %d times", len(got))
+	}
+	s := got[0]
+	if s.Rows != 11 || s.Batches != 3 || s.PaddedRows != 1 || s.PaddingWaste() != 1.0/12 || s.Wall <= 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
