@@ -430,6 +430,7 @@ func TestCancelIteratorForm(t *testing.T) {
 		m := &fakedev.Model{}
 		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		var errs []error
 		n := 0
 		for _, err := range p.All(ctx, f.ds) {

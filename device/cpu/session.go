@@ -66,23 +66,34 @@ func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, err
 	if rows > s.rows {
 		return nil, fmt.Errorf("cpu: batch of %d rows, session batch size %d", rows, s.rows)
 	}
-	x, err := tensor.Float32(b.Record.Column(s.col), s.m.InputSize())
+	col := b.Record.Column(s.col)
+	live := rows
+	if _, ok := col.(array.ListLike); ok && col.DataType().ID() != arrow.FIXED_SIZE_LIST {
+		// Padding rows of a list column are empty lists, not d zeros: run
+		// the real rows only and give the padding rows zero outputs.
+		live = b.Rows()
+		col = array.NewSlice(col, 0, int64(live))
+		defer col.Release()
+	}
+	x, err := tensor.Float32(col, s.m.InputSize())
 	if err != nil {
 		return nil, fmt.Errorf("cpu: feature column %q: %w", s.m.feature(), err)
 	}
-	return s.forward(x, rows), nil
+	return s.forward(x, live, rows), nil
 }
 
-// forward runs the model over rows rows of x and returns the output record.
-func (s *session) forward(x []float32, rows int) arrow.Record {
+// forward runs the model over the first live rows of x and returns the
+// output record of rows rows, those after live zero.
+func (s *session) forward(x []float32, live, rows int) arrow.Record {
 	for i, h := range s.hidden {
-		s.m.Layers[i].forward(s.impl, x, rows, h[:rows*s.m.Layers[i].Out])
+		s.m.Layers[i].forward(s.impl, x, live, h[:live*s.m.Layers[i].Out])
 		x = h
 	}
 	last := &s.m.Layers[len(s.m.Layers)-1]
 	k := last.Out
 	probBuf, probs := tensor.NewBuffer(s.mem, rows*k)
-	last.forward(s.impl, x, rows, probs)
+	last.forward(s.impl, x, live, probs[:live*k])
+	clear(probs[live*k:])
 
 	classBuf := memory.NewResizableBuffer(s.mem)
 	classBuf.Resize(rows * arrow.Int64SizeBytes)

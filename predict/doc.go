@@ -1,0 +1,51 @@
+// Package predict runs a model over a dataset in fixed-size, padded batches
+// and streams the predictions back, shutting the device down on every path.
+//
+// It is TensorFlow's TPUEstimator.predict for Go, minus its traps.
+//
+// # The device
+//
+// A device implements [Model] and [Session], a small interface in the manner
+// of database/sql/driver: Start a session for a batch size, Predict one
+// padded batch at a time, Shutdown once. The Predictor owns the session's
+// lifecycle; the device never sees a channel.
+//
+// # Batches
+//
+// The Predictor cuts the dataset into batches of exactly the batch size
+// ([WithBatchSize]); the final short batch is padded with zero-valued rows
+// and every batch carries the bool column pad.Column ("is_padding"), so the
+// device sees one static shape. The model is told the batch size in
+// [SessionConfig] and each batch's padding count in [Batch].
+//
+// # The contract
+//
+// [Predictor.Predict] returns a channel with one [Result] per batch:
+//
+//   - one prediction row per input row, in input order; padding rows are
+//     dropped before the consumer sees them (unless [WithPadding]);
+//   - the session starts before the first batch and shuts down exactly
+//     once: when the input is drained, when ctx is cancelled, when the
+//     model fails or panics, when a hook fails;
+//   - the channel closes only after Shutdown has returned, so when
+//     `for r := range ch` ends, the device is down and no goroutine of the
+//     run is left;
+//   - a failure arrives as the last Result, with Err set.
+//
+// Drain the channel or cancel the context: either one shuts the device
+// down. [Predictor.All] is the same run as an iterator, for a plain for
+// loop; leaving the loop early shuts the device down before the loop
+// statement returns.
+//
+// # Ownership
+//
+// A Result's Record belongs to the receiver, which must Release it. A record
+// yielded by All is borrowed for one iteration.
+//
+// # Errors
+//
+// Errors name the batch index and what was expected and got. Callers branch
+// with errors.Is on [ErrRowCount], [ErrPanic], [ErrColumn],
+// [ErrOutputSchema], [ErrBatchSize] and the sentinels of the dataset and pad
+// packages.
+package predict
