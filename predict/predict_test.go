@@ -478,3 +478,26 @@ func TestStats(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// Steady-state allocations per batch must not grow with the row count: the
+// run keeps no per-row or per-batch state beyond the batch in flight.
+func TestAllocationsPerBatchDoNotGrow(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithBatchSize(32), predict.WithAllocator(mem), predict.WithPassthrough("id"))
+	perBatch := func(batches int) float64 {
+		f := newFixture(t, mem, 32*batches)
+		allocs := testing.AllocsPerRun(3, func() {
+			for _, err := range p.All(t.Context(), f.ds) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		return allocs / float64(batches)
+	}
+	small, large := perBatch(20), perBatch(400)
+	if large > small+0.5 {
+		t.Fatalf("allocations per batch grow with rows: %.2f at 20 batches, %.2f at 400", small, large)
+	}
+}

@@ -2,6 +2,7 @@
 package arrowtest
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -63,4 +64,23 @@ func Int64s(t testing.TB, name string, recs ...arrow.Record) []int64 {
 		out = append(out, r.Column(idx[0]).(*array.Int64).Int64Values()...)
 	}
 	return out
+}
+
+// ReportPerBatch reports rows/s, ns/batch and allocs/batch for a benchmark
+// whose every op ran batches batches over rows rows. Call it after the
+// loop; startAllocs is the runtime's Mallocs count before the loop.
+func ReportPerBatch(b *testing.B, rows, batches int, startAllocs uint64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	ops := float64(b.N)
+	b.ReportMetric(float64(rows)*ops/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(batches)*ops), "ns/batch")
+	b.ReportMetric(float64(ms.Mallocs-startAllocs)/(float64(batches)*ops), "allocs/batch")
+}
+
+// Mallocs returns the runtime's count of heap allocations so far.
+func Mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }

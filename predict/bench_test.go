@@ -1,0 +1,123 @@
+package predict_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// The end-to-end workload: MLP 64-256-256-10 at batch 256 over 1,000,003
+// rows (the tail batch is short). Run with -benchtime=1x: one op is the
+// whole dataset.
+const (
+	benchRows  = 1_000_003
+	benchWidth = 64
+	benchBatch = 256
+)
+
+func benchModel(b *testing.B) *cpu.MLP {
+	m, err := cpu.NewMLP([]int{benchWidth, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// benchRecords materialises the dataset in memory, so generation is not timed.
+func benchRecords(b *testing.B, mem memory.Allocator) *dataset.Dataset {
+	var recs []arrow.Record
+	for rec, err := range dataset.UniformTensors(mem, benchRows, benchWidth, 4096, 1).Records() {
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	b.Cleanup(func() { arrowtest.Release(recs) })
+	return dataset.FromRecords(dataset.TensorSchema(benchWidth), recs...)
+}
+
+func BenchmarkMLPEndToEnd(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ds := benchRecords(b, mem)
+	p, err := predict.New(benchModel(b), predict.WithBatchSize(benchBatch), predict.WithAllocator(mem), predict.WithPassthrough("id"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("channel", func(b *testing.B) {
+		start := arrowtest.Mallocs()
+		for b.Loop() {
+			for r := range p.Predict(context.Background(), ds) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				r.Record.Release()
+			}
+		}
+		arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
+	})
+	b.Run("iterator", func(b *testing.B) {
+		start := arrowtest.Mallocs()
+		for b.Loop() {
+			for _, err := range p.All(context.Background(), ds) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
+	})
+}
+
+// BenchmarkMLPModelOnly calls the same model directly on pre-made padded
+// batches: the limit for BenchmarkMLPEndToEnd.
+func BenchmarkMLPModelOnly(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ds := benchRecords(b, mem)
+	padder, err := pad.New(mem, ds.Schema(), benchBatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer padder.Release()
+	var batches []predict.Batch
+	for rec, err := range ds.Batches(mem, benchBatch) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		padded, padding, err := padder.Pad(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer padded.Release()
+		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
+	}
+	model := benchModel(b)
+	ctx := context.Background()
+	start := arrowtest.Mallocs()
+	for b.Loop() {
+		sess, err := model.Start(ctx, predict.SessionConfig{BatchSize: benchBatch, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, batch := range batches {
+			out, err := sess.Predict(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out.Release()
+		}
+		if err := sess.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	arrowtest.ReportPerBatch(b, benchRows, len(batches), start)
+}
