@@ -1,0 +1,72 @@
+package tensor_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+func TestListKindsAndOffsets(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	rows := [][]float32{{1, 2}, {3, 4}, {5, 6}, {7, 8}}
+	for _, b := range []array.ListLikeBuilder{
+		array.NewListBuilder(mem, arrow.PrimitiveTypes.Float32),
+		array.NewLargeListBuilder(mem, arrow.PrimitiveTypes.Float32),
+		array.NewFixedSizeListBuilder(mem, 2, arrow.PrimitiveTypes.Float32),
+	} {
+		vb := b.ValueBuilder().(*array.Float32Builder)
+		for _, r := range rows {
+			b.Append(true)
+			vb.AppendValues(r, nil)
+		}
+		arr := b.NewArray()
+		b.Release()
+		slice := array.NewSlice(arr, 1, 3)
+		got, err := tensor.Float32(slice, 2)
+		if err != nil || !slices.Equal(got, []float32{3, 4, 5, 6}) {
+			t.Errorf("%s sliced [1,3): %v, %v", arr.DataType(), got, err)
+		}
+		if _, err := tensor.Float32(arr, 3); !errors.Is(err, tensor.ErrWidth) {
+			t.Errorf("%s width 3: err %v", arr.DataType(), err)
+		}
+		slice.Release()
+		arr.Release()
+	}
+}
+
+func TestWrongType(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Float64)
+	defer b.Release()
+	b.Append(true)
+	b.ValueBuilder().(*array.Float64Builder).Append(1)
+	arr := b.NewArray()
+	defer arr.Release()
+	if _, err := tensor.Float32(arr, 1); !errors.Is(err, tensor.ErrType) {
+		t.Fatalf("list<float64>: err %v", err)
+	}
+	if _, err := tensor.Width(arrow.PrimitiveTypes.Float32); !errors.Is(err, tensor.ErrType) {
+		t.Fatalf("float32: err %v", err)
+	}
+	if w, err := tensor.Width(arrow.FixedSizeListOf(7, arrow.PrimitiveTypes.Float32)); w != 7 || err != nil {
+		t.Fatalf("fixed_size_list[7]: %d, %v", w, err)
+	}
+}
+
+func TestNewFixedSizeList(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	buf, v := tensor.NewBuffer(mem, 6)
+	copy(v, []float32{1, 2, 3, 4, 5, 6})
+	arr := tensor.NewFixedSizeList(buf, 2, 3)
+	defer arr.Release()
+	got, err := tensor.Float32(arr, 3)
+	if err != nil || !slices.Equal(got, []float32{1, 2, 3, 4, 5, 6}) || arr.Len() != 2 {
+		t.Fatalf("%v, %v", got, err)
+	}
+}
