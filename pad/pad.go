@@ -126,9 +126,18 @@ func (p *Padder) Release() {
 // Pad returns rec extended to Size rows with the padding column appended,
 // and the number of padding rows added. rec is not modified or released.
 func (p *Padder) Pad(rec arrow.Record) (arrow.Record, int, error) {
+	return p.PadTo(rec, p.size)
+}
+
+// PadTo is Pad to size rows instead of Size, for callers that pad a short
+// batch only up to one of a few allowed sizes. size must not exceed Size.
+func (p *Padder) PadTo(rec arrow.Record, size int) (arrow.Record, int, error) {
 	n := int(rec.NumRows())
-	if n > p.size {
-		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, n, p.size)
+	if size > p.size || size <= 0 {
+		return nil, 0, fmt.Errorf("pad: size %d outside 1..%d", size, p.size)
+	}
+	if n > size {
+		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, n, size)
 	}
 	if !rec.Schema().Equal(p.in) {
 		return nil, 0, fmt.Errorf("%w: expected %s, got %s", ErrSchema, p.in, rec.Schema())
@@ -139,24 +148,28 @@ func (p *Padder) Pad(rec arrow.Record) (arrow.Record, int, error) {
 			c.Release()
 		}
 	}()
-	if n == p.size {
+	if n == size {
 		for _, c := range rec.Columns() {
 			c.Retain()
 			cols = append(cols, c)
 		}
-		p.allOff.Retain()
-		cols = append(cols, p.allOff)
-		return array.NewRecord(p.out, cols, int64(p.size)), 0, nil
+		if size == p.size {
+			p.allOff.Retain()
+			cols = append(cols, p.allOff)
+		} else {
+			cols = append(cols, boolColumn(p.mem, size, size))
+		}
+		return array.NewRecord(p.out, cols, int64(size)), 0, nil
 	}
 	for i, c := range rec.Columns() {
-		padded, err := extend(p.mem, c, p.size-n)
+		padded, err := extend(p.mem, c, size-n)
 		if err != nil {
 			return nil, 0, fmt.Errorf("pad column %q: %w", p.in.Field(i).Name, err)
 		}
 		cols = append(cols, padded)
 	}
-	cols = append(cols, boolColumn(p.mem, p.size, n))
-	return array.NewRecord(p.out, cols, int64(p.size)), p.size - n, nil
+	cols = append(cols, boolColumn(p.mem, size, n))
+	return array.NewRecord(p.out, cols, int64(size)), size - n, nil
 }
 
 // extend returns a copy of arr followed by k zero values.

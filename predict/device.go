@@ -8,9 +8,10 @@ import (
 )
 
 // Model is what a device implements, in the manner of database/sql/driver:
-// a small interface that the Predictor drives. Start opens a session; the
-// Predictor calls Session.Predict once per batch, from one goroutine, and
-// Session.Shutdown exactly once.
+// a small interface that the Predictor drives. Start opens a session (one
+// per replica, possibly concurrently); the Predictor calls Session.Predict
+// once per batch, one call at a time per session, and Session.Shutdown
+// exactly once.
 type Model interface {
 	Start(ctx context.Context, cfg SessionConfig) (Session, error)
 }
@@ -20,6 +21,11 @@ type SessionConfig struct {
 	// BatchSize is the number of rows of every batch this session receives
 	// (the per-replica batch size, TPUEstimator's params['batch_size']).
 	BatchSize int
+	// BatchSizes are the per-replica batch sizes the session may receive,
+	// ascending; the last is BatchSize. Only the final batch of a run can
+	// be smaller than BatchSize, and only when the Predictor was given
+	// allowed batch sizes (WithBatchSizes).
+	BatchSizes []int
 	// Replica is this session's index among Replicas sessions.
 	Replica, Replicas int
 	// Schema is the schema of every batch: the dataset's columns and the

@@ -13,6 +13,10 @@ type Option func(*config)
 
 type config struct {
 	batchSize   int
+	sizeSet     bool  // batchSize was given
+	batchSizes  []int // allowed sizes, ascending; nil means batchSize only
+	replicas    int
+	prefetch    int
 	mem         memory.Allocator
 	hooks       []Hook
 	passthrough []string
@@ -23,7 +27,27 @@ type config struct {
 
 // WithBatchSize sets the global batch size: the number of rows of every
 // batch the device sees. The default is 128.
-func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+func WithBatchSize(n int) Option { return func(c *config) { c.batchSize, c.sizeSet = n, true } }
+
+// WithBatchSizes sets the batch sizes the device accepts, ascending, the
+// largest being the batch size (TF Serving's allowed_batch_sizes). The
+// final short batch is padded only up to the smallest allowed size that
+// holds it, instead of the full batch size. Every size must divide by the
+// number of replicas.
+func WithBatchSizes(sizes ...int) Option {
+	return func(c *config) { c.batchSizes = append([]int{}, sizes...) }
+}
+
+// WithReplicas runs n device sessions side by side (TPUEstimator's
+// replicas): every global batch is split into n per-replica slices of
+// batch size / n rows, run concurrently, and put back together in order.
+// The batch size must divide by n. The default is 1.
+func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
+
+// WithPrefetch runs the input side (reading, batching, padding) in its own
+// goroutine, up to k batches ahead of the device, like tf.data's prefetch.
+// The default, 0, reads each batch in step with the device.
+func WithPrefetch(k int) Option { return func(c *config) { c.prefetch = k } }
 
 // WithAllocator sets the allocator for batches and predictions. The default
 // is memory.DefaultAllocator.

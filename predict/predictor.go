@@ -29,6 +29,12 @@ var (
 	// ErrColumn reports a passthrough column that is missing from the input
 	// or whose name clashes with a model output.
 	ErrColumn = errors.New("predict: bad column")
+	// ErrReplicas reports a replica count that is not positive or does not
+	// divide the batch size.
+	ErrReplicas = errors.New("predict: bad replica count")
+	// ErrBatchSizes reports a list of allowed batch sizes that is empty,
+	// not ascending, or does not end at the batch size.
+	ErrBatchSizes = errors.New("predict: bad allowed batch sizes")
 	// ErrOutputSchema reports a model whose output schema changed between batches.
 	ErrOutputSchema = errors.New("predict: model output schema changed")
 )
@@ -42,12 +48,12 @@ type Predictor struct {
 
 // New returns a Predictor for model.
 func New(model Model, opts ...Option) (*Predictor, error) {
-	c := config{batchSize: 128, mem: memory.DefaultAllocator}
+	c := config{batchSize: 128, replicas: 1, mem: memory.DefaultAllocator}
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.batchSize <= 0 {
-		return nil, fmt.Errorf("predict: %w: got %d", ErrBatchSize, c.batchSize)
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	if model == nil {
 		return nil, errors.New("predict: nil model")
@@ -56,6 +62,54 @@ func New(model Model, opts ...Option) (*Predictor, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	return &Predictor{model: model, cfg: c}, nil
+}
+
+func (c *config) validate() error {
+	if c.batchSizes != nil && !c.sizeSet && len(c.batchSizes) > 0 {
+		c.batchSize = c.batchSizes[len(c.batchSizes)-1]
+	}
+	switch {
+	case c.batchSize <= 0:
+		return fmt.Errorf("predict: %w: got %d", ErrBatchSize, c.batchSize)
+	case c.replicas <= 0:
+		return fmt.Errorf("%w: %d replicas, want at least 1", ErrReplicas, c.replicas)
+	case c.batchSize%c.replicas != 0:
+		return fmt.Errorf("%w: batch size %d does not divide by %d replicas", ErrReplicas, c.batchSize, c.replicas)
+	case c.prefetch < 0:
+		return fmt.Errorf("predict: prefetch %d, want 0 or more", c.prefetch)
+	}
+	if c.batchSizes == nil {
+		return nil
+	}
+	if len(c.batchSizes) == 0 {
+		return fmt.Errorf("%w: the list is empty", ErrBatchSizes)
+	}
+	for i, s := range c.batchSizes {
+		switch {
+		case s <= 0:
+			return fmt.Errorf("%w: size %d is not positive", ErrBatchSizes, s)
+		case i > 0 && s <= c.batchSizes[i-1]:
+			return fmt.Errorf("%w: %v is not strictly ascending", ErrBatchSizes, c.batchSizes)
+		case s%c.replicas != 0:
+			return fmt.Errorf("%w: size %d does not divide by %d replicas", ErrBatchSizes, s, c.replicas)
+		}
+	}
+	if last := c.batchSizes[len(c.batchSizes)-1]; last != c.batchSize {
+		return fmt.Errorf("%w: largest size %d, batch size %d", ErrBatchSizes, last, c.batchSize)
+	}
+	return nil
+}
+
+// perReplicaSizes returns the allowed per-replica batch sizes.
+func (c *config) perReplicaSizes() []int {
+	if c.batchSizes == nil {
+		return []int{c.batchSize / c.replicas}
+	}
+	out := make([]int, len(c.batchSizes))
+	for i, s := range c.batchSizes {
+		out[i] = s / c.replicas
+	}
+	return out
 }
 
 // BatchSize returns the global batch size.
@@ -140,118 +194,106 @@ func (p *Predictor) logAfterStop(ctx context.Context, err error) {
 	}
 }
 
-// run drives one session over ds, handing each batch's predictions to emit,
-// which owns them and reports false when the consumer has gone.
+// run drives the sessions over ds, handing each batch's predictions to
+// emit, which owns them and reports false when the consumer has gone.
 func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arrow.Record, int) bool) (err error) {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	n, mem := p.cfg.batchSize, p.cfg.mem
-	padder, err := pad.New(mem, ds.Schema(), n)
+	c := &p.cfg
+	padder, err := pad.New(c.mem, ds.Schema(), c.batchSize)
 	if err != nil {
 		return fmt.Errorf("predict: %w", err)
 	}
 	defer padder.Release()
-	keep, err := columnIndices(ds.Schema(), p.cfg.passthrough)
+	keep, err := columnIndices(ds.Schema(), c.passthrough)
 	if err != nil {
 		return err
 	}
 
 	st := Stats{}
 	began := time.Now()
-	var sess Session
-	err = protect("model start", func() (err error) {
-		sess, err = p.model.Start(ctx, SessionConfig{BatchSize: n, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
-		return err
-	})
+	cfg := SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
+	devices, err := p.startReplicas(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("predict: start session: %w", err)
+		return err
 	}
-	log := p.cfg.logger
-	log.LogAttrs(ctx, slog.LevelInfo, "session started", slog.Int("batch_size", n))
+	log := c.logger
+	log.LogAttrs(ctx, slog.LevelInfo, "sessions started", slog.Int("batch_size", c.batchSize), slog.Int("replicas", c.replicas))
 	defer func() {
-		serr := protect("model shutdown", func() error { return sess.Shutdown(context.WithoutCancel(ctx)) })
-		if serr != nil {
-			serr = fmt.Errorf("predict: shutdown session: %w", serr)
-		}
+		serr := devices.shutdown(ctx)
 		err = errors.Join(err, serr)
 		st.Wall = time.Since(began)
-		log.LogAttrs(ctx, slog.LevelInfo, "session shut down", slog.Any("error", serr), st.attr())
-		if p.cfg.onStats != nil {
-			p.cfg.onStats(st)
+		log.LogAttrs(ctx, slog.LevelInfo, "sessions shut down", slog.Any("error", serr), st.attr())
+		if c.onStats != nil {
+			c.onStats(st)
 		}
 	}()
 
-	s := step{p: p, sess: sess, padder: padder, keep: keep, stats: &st}
-	index := 0
+	input := p.inputs(ds, padder)
+	if c.prefetch > 0 {
+		input = prefetch(ctx, input, c.prefetch, padded.release)
+	}
+	s := step{p: p, devices: devices, keep: keep, stats: &st}
 	waitFrom := time.Now()
-	for batch, err := range ds.Batches(mem, n) {
+	for batch, err := range input {
 		st.InputWait += time.Since(waitFrom)
 		if err != nil {
-			return fmt.Errorf("predict: batch %d: input: %w", index, err)
-		}
-		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		rec, err := s.run(ctx, batch, index)
+		rec, err := s.run(ctx, batch)
 		if err != nil {
 			return err
 		}
 		t := time.Now()
-		ok := emit(rec, index)
+		ok := emit(rec, batch.Index)
 		st.ConsumerWait += time.Since(t)
 		if !ok {
 			return context.Cause(ctx)
 		}
-		index++
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
 		waitFrom = time.Now()
 	}
 	return nil
 }
 
-// step turns one batch into its predictions.
+func inputError(index int, err error) error {
+	return fmt.Errorf("predict: batch %d: input: %w", index, err)
+}
+
+// step turns one padded batch into its predictions.
 type step struct {
 	p       *Predictor
-	sess    Session
-	padder  *pad.Padder
+	devices *replicas
 	keep    []int         // passthrough column indices
 	outputs *arrow.Schema // the model's output schema, from the first batch
 	schema  *arrow.Schema // the schema of the delivered predictions
 	stats   *Stats
 }
 
-func (s *step) run(ctx context.Context, batch arrow.Record, index int) (arrow.Record, error) {
-	t := time.Now()
-	padded, padding, err := s.padder.Pad(batch)
-	s.stats.InputWait += time.Since(t)
-	if err != nil {
-		return nil, fmt.Errorf("predict: batch %d: %w", index, err)
-	}
-	defer padded.Release()
-	info := BatchInfo{Index: index, Rows: int(batch.NumRows()), Padding: padding}
+// run takes ownership of b.
+func (s *step) run(ctx context.Context, b padded) (arrow.Record, error) {
+	defer b.release()
+	index := b.Index
+	info := BatchInfo{Index: index, Rows: b.rows, Padding: b.Padding}
 	for _, h := range s.p.cfg.hooks {
 		if h.Before != nil {
-			if err := protect("hook", func() error { return h.Before(ctx, info, padded) }); err != nil {
+			if err := protect("hook", func() error { return h.Before(ctx, info, b.Record) }); err != nil {
 				return nil, fmt.Errorf("predict: batch %d: before hook: %w", index, err)
 			}
 		}
 	}
 
-	t = time.Now()
-	var out arrow.Record
-	err = protect("model predict", func() (err error) {
-		out, err = s.sess.Predict(ctx, Batch{Index: index, Record: padded, Padding: padding})
-		return err
-	})
+	t := time.Now()
+	out, err := s.devices.predict(ctx, b)
 	s.stats.DeviceTime += time.Since(t)
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: model: %w", index, err)
 	}
 	defer out.Release()
-	if out.NumRows() != padded.NumRows() {
-		return nil, fmt.Errorf("predict: batch %d: %w: got %d, want %d", index, ErrRowCount, out.NumRows(), padded.NumRows())
-	}
-	rec, err := s.assemble(out, padded, info)
+	rec, err := s.assemble(out, b.Record, info)
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: %w", index, err)
 	}

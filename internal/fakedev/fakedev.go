@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -26,15 +27,15 @@ var OutputSchema = arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.Primiti
 
 // Model is a fake predict.Model. Set its fields before use.
 type Model struct {
-	FailAt      int  // batch index whose Predict fails; -1 (or 0 with Fail unset) never
-	Fail        bool // enable FailAt
-	PanicAt     int  // batch index whose Predict panics, when Panic is set
-	Panic       bool
-	ShortAt     int // batch index whose Predict returns one row too few, when Short is set
-	Short       bool
-	StartErr    error
-	ShutdownErr error
-	// Block makes Predict wait until the channel is closed or ctx is done.
+	// Fail, Panic and Short make Predict of batch FailAt (PanicAt, ShortAt)
+	// on replica Replica fail, panic, or return one row too few.
+	Fail, Panic, Short       bool
+	FailAt, PanicAt, ShortAt int
+	Replica                  int
+	StartErr, ShutdownErr    error
+	StartErrReplica          int // the replica whose Start returns StartErr
+	// Block makes Predict wait until the channel is closed or ctx is done,
+	// after any injected failure.
 	Block chan struct{}
 
 	Starts, Shutdowns, Predicts atomic.Int32
@@ -55,7 +56,7 @@ var _ predict.Model = (*Model)(nil)
 
 // Start implements predict.Model.
 func (m *Model) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
-	if m.StartErr != nil {
+	if m.StartErr != nil && cfg.Replica == m.StartErrReplica {
 		return nil, m.StartErr
 	}
 	m.Starts.Add(1)
@@ -100,6 +101,13 @@ func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.Record, e
 	m.mu.Lock()
 	m.batches = append(m.batches, Seen{Index: b.Index, Rows: b.Rows(), Padding: b.Padding, Replica: s.cfg.Replica})
 	m.mu.Unlock()
+	here := s.cfg.Replica == m.Replica
+	switch {
+	case m.Fail && here && b.Index == m.FailAt:
+		return nil, fmt.Errorf("batch %d: %w", b.Index, ErrInjected)
+	case m.Panic && here && b.Index == m.PanicAt:
+		panic(fmt.Sprintf("fakedev: panic at batch %d", b.Index))
+	}
 	if m.Block != nil {
 		select {
 		case <-m.Block:
@@ -107,19 +115,13 @@ func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.Record, e
 			return nil, context.Cause(ctx)
 		}
 	}
-	switch {
-	case m.Fail && b.Index == m.FailAt:
-		return nil, fmt.Errorf("batch %d: %w", b.Index, ErrInjected)
-	case m.Panic && b.Index == m.PanicAt:
-		panic(fmt.Sprintf("fakedev: panic at batch %d", b.Index))
-	}
 	rows := int(b.Record.NumRows())
-	if got := rows; got != s.cfg.BatchSize {
-		return nil, fmt.Errorf("fakedev: batch of %d rows, session batch size %d", got, s.cfg.BatchSize)
+	if !slices.Contains(s.cfg.BatchSizes, rows) {
+		return nil, fmt.Errorf("fakedev: batch of %d rows, session batch sizes %v", rows, s.cfg.BatchSizes)
 	}
 	ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
 	flags := b.Record.Column(b.Record.Schema().FieldIndices(pad.Column)[0]).(*array.Boolean)
-	if m.Short && b.Index == m.ShortAt {
+	if m.Short && here && b.Index == m.ShortAt {
 		rows--
 	}
 	ys := array.NewInt64Builder(s.mem)

@@ -1,0 +1,101 @@
+package predict
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/pad"
+)
+
+// padded is one batch as the device will see it. Its record is owned by
+// whoever holds the padded value.
+type padded struct {
+	Batch
+	rows int // real rows
+}
+
+func (b padded) release() {
+	if b.Record != nil {
+		b.Record.Release()
+	}
+}
+
+// inputs reads ds in batches of the global batch size and pads each one,
+// yielding padded batches in order. Each yielded batch belongs to the loop
+// body, which must release it.
+func (p *Predictor) inputs(ds *dataset.Dataset, padder *pad.Padder) iter.Seq2[padded, error] {
+	return func(yield func(padded, error) bool) {
+		index := 0
+		for batch, err := range ds.Batches(p.cfg.mem, p.cfg.batchSize) {
+			if err != nil {
+				yield(padded{}, inputError(index, err))
+				return
+			}
+			rows := int(batch.NumRows())
+			rec, padding, err := padder.PadTo(batch, p.cfg.paddedSize(rows))
+			if err != nil {
+				yield(padded{}, inputError(index, err))
+				return
+			}
+			// The loop body owns the batch from here, even if it stops.
+			if !yield(padded{Batch: Batch{Index: index, Record: rec, Padding: padding}, rows: rows}, nil) {
+				return
+			}
+			index++
+		}
+	}
+}
+
+// prefetch runs seq in its own goroutine, up to k values ahead of the
+// consumer. Values the consumer never takes are released. The goroutine
+// has exited when the returned iterator returns.
+func prefetch[T any](ctx context.Context, seq iter.Seq2[T, error], k int, release func(T)) iter.Seq2[T, error] {
+	type item struct {
+		v   T
+		err error
+	}
+	return func(yield func(T, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		ch := make(chan item, k)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(ch)
+			for v, err := range seq {
+				select {
+				case ch <- item{v, err}:
+				case <-ctx.Done():
+					release(v)
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+		defer func() {
+			cancel()
+			for it := range ch {
+				release(it.v)
+			}
+			wg.Wait()
+		}()
+		for it := range ch {
+			if !yield(it.v, it.err) {
+				return
+			}
+		}
+	}
+}
+
+// paddedSize returns the number of rows a batch of rows real rows is padded
+// to: the smallest allowed size that holds it.
+func (c *config) paddedSize(rows int) int {
+	for _, s := range c.batchSizes {
+		if s >= rows {
+			return s
+		}
+	}
+	return c.batchSize
+}
