@@ -76,11 +76,11 @@ func (d *Dataset) Records() iter.Seq2[arrow.Record, error] {
 		i := 0
 		for rec, err := range d.source {
 			if err != nil {
-				yield(nil, fmt.Errorf("record %d: %w", i, err))
+				yield(nil, atRecord(i, err))
 				return
 			}
 			if !rec.Schema().Equal(d.schema) {
-				yield(nil, fmt.Errorf("record %d: %w: expected %s, got %s", i, ErrSchemaMismatch, d.schema, rec.Schema()))
+				yield(nil, atRecord(i, fmt.Errorf("%w: expected %s, got %s", ErrSchemaMismatch, d.schema, rec.Schema())))
 				return
 			}
 			if !yield(rec, nil) {
@@ -101,4 +101,22 @@ func (d *Dataset) Rows() (int64, error) {
 		n += rec.NumRows()
 	}
 	return n, nil
+}
+
+// RecordError is an error of one source record: it names the record.
+type RecordError struct {
+	Record int // index of the record in the source, from 0
+	Err    error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("record %d: %v", e.Record, e.Err) }
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// atRecord names record i in err, unless a dataset below already did.
+func atRecord(i int, err error) error {
+	var named *RecordError
+	if errors.As(err, &named) {
+		return err
+	}
+	return &RecordError{Record: i, Err: err}
 }

@@ -2,6 +2,7 @@ package predict_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -120,4 +121,34 @@ func BenchmarkMLPModelOnly(b *testing.B) {
 		}
 	}
 	arrowtest.ReportPerBatch(b, benchRows, len(batches), start)
+}
+
+// BenchmarkMLPReplicas compares 1 and 2 replicas of the pure-Go MLP on the
+// end-to-end workload. One replica runs with gonum's own parallel products
+// and serially; replicas are always serial.
+func BenchmarkMLPReplicas(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	ds := benchRecords(b, mem)
+	for _, c := range []struct {
+		replicas int
+		serial   bool
+	}{{1, false}, {1, true}, {2, true}} {
+		b.Run(fmt.Sprintf("replicas=%d/serial=%t", c.replicas, c.serial), func(b *testing.B) {
+			model := benchModel(b)
+			model.Serial = c.serial
+			p, err := predict.New(model, predict.WithBatchSize(benchBatch), predict.WithReplicas(c.replicas), predict.WithAllocator(mem))
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := arrowtest.Mallocs()
+			for b.Loop() {
+				for _, err := range p.All(context.Background(), ds) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
+		})
+	}
 }

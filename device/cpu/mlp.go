@@ -60,6 +60,11 @@ type MLP struct {
 	// BLAS computes the matrix products; nil means gonum's pure-Go
 	// implementation.
 	BLAS blas.Float32
+	// Serial keeps every matrix product on the session's goroutine instead
+	// of letting the BLAS fan out over all cores. Sessions that run as one
+	// of several replicas are always serial, so replicas do not fight over
+	// the cores.
+	Serial bool
 }
 
 // NewMLP returns an MLP with the given layer sizes (input first, classes
@@ -145,8 +150,13 @@ func (m *MLP) Validate() error {
 }
 
 // forward computes the rows×Out activations of layer l for input x into y.
-func (l *Layer) forward(impl blas.Float32, x []float32, rows int, y []float32) {
-	impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 0, y, l.Out)
+// With serial set it keeps the product on the calling goroutine.
+func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y []float32) {
+	if serial {
+		serialGemm(impl, rows, l.Out, l.In, x, l.Weights, y)
+	} else {
+		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 0, y, l.Out)
+	}
 	for r := range rows {
 		row := y[r*l.Out : (r+1)*l.Out]
 		for j, b := range l.Bias {
@@ -203,4 +213,23 @@ func argmax(row []float32) int {
 		}
 	}
 	return best
+}
+
+// Tiles small enough that gonum's Sgemm computes each one on the calling
+// goroutine: it goes parallel from 4 blocks of 64×64 of the output.
+const (
+	tileRows = 64
+	tileCols = 3 * 64
+)
+
+// serialGemm computes y = x·w (rows×k times k×n, row-major) tile by tile,
+// so that concurrent sessions (replicas) do not each fan out over every core.
+func serialGemm(impl blas.Float32, rows, n, k int, x, w, y []float32) {
+	for i := 0; i < rows; i += tileRows {
+		m := min(tileRows, rows-i)
+		for j := 0; j < n; j += tileCols {
+			c := min(tileCols, n-j)
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, m, c, k, 1, x[i*k:], k, w[j:], n, 0, y[i*n+j:], n)
+		}
+	}
 }

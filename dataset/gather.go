@@ -1,0 +1,146 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+// ErrGather reports columns that cannot be gathered into a tensor column.
+var ErrGather = errors.New("dataset: cannot gather columns")
+
+// Gather returns a dataset in which the named numeric columns are replaced
+// by one fixed_size_list<float32>[len(columns)] column called name,
+// appended after the remaining columns. Row r of the new column holds row r
+// of each named column, in the order given, as float32; so a plain table
+// of 64 float columns becomes a [rows, 64] tensor. A null value is an
+// error naming the column and row.
+func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (*Dataset, error) {
+	in := ds.Schema()
+	if len(columns) == 0 {
+		return nil, fmt.Errorf("%w: no columns given", ErrGather)
+	}
+	idx := make([]int, len(columns))
+	for i, c := range columns {
+		found := in.FieldIndices(c)
+		if len(found) != 1 {
+			return nil, fmt.Errorf("%w: column %q: %d columns of that name in %s", ErrGather, c, len(found), in)
+		}
+		if !arrow.IsFloating(in.Field(found[0]).Type.ID()) && !arrow.IsInteger(in.Field(found[0]).Type.ID()) {
+			return nil, fmt.Errorf("%w: column %q is %s, want a number", ErrGather, c, in.Field(found[0]).Type)
+		}
+		if slices.Contains(idx[:i], found[0]) {
+			return nil, fmt.Errorf("%w: column %q given twice", ErrGather, c)
+		}
+		idx[i] = found[0]
+	}
+	var keep []int
+	var fields []arrow.Field
+	for i, f := range in.Fields() {
+		if !slices.Contains(idx, i) {
+			if f.Name == name {
+				return nil, fmt.Errorf("%w: output column %q already exists", ErrGather, name)
+			}
+			keep = append(keep, i)
+			fields = append(fields, f)
+		}
+	}
+	width := len(columns)
+	fields = append(fields, arrow.Field{Name: name, Type: arrow.FixedSizeListOfNonNullable(int32(width), arrow.PrimitiveTypes.Float32)})
+	md := in.Metadata()
+	out := arrow.NewSchema(fields, &md)
+
+	return New(out, func(yield func(arrow.Record, error) bool) {
+		for rec, err := range ds.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			g, err := gatherRecord(mem, rec, out, keep, idx, columns)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yieldOwned(yield, g) {
+				return
+			}
+		}
+	}), nil
+}
+
+func gatherRecord(mem memory.Allocator, rec arrow.Record, out *arrow.Schema, keep, idx []int, names []string) (arrow.Record, error) {
+	rows, width := int(rec.NumRows()), len(idx)
+	for j, c := range idx {
+		if col := rec.Column(c); col.NullN() > 0 {
+			r := 0
+			for !col.IsNull(r) {
+				r++
+			}
+			return nil, fmt.Errorf("%w: column %q: row %d is null", ErrGather, names[j], r)
+		}
+	}
+	buf, vals := tensor.NewBuffer(mem, rows*width)
+	for j, c := range idx {
+		scatter(rec.Column(c), vals, j, width)
+	}
+	features := tensor.NewFixedSizeList(buf, rows, width)
+	defer features.Release()
+	cols := make([]arrow.Array, 0, len(keep)+1)
+	for _, k := range keep {
+		cols = append(cols, rec.Column(k))
+	}
+	return array.NewRecord(out, append(cols, features), int64(rows)), nil
+}
+
+// scatter writes column col into vals[r*width+j] for every row r.
+func scatter(col arrow.Array, vals []float32, j, width int) {
+	switch a := col.(type) {
+	case *array.Float32:
+		for r, v := range a.Float32Values() {
+			vals[r*width+j] = v
+		}
+	case *array.Float64:
+		for r, v := range a.Float64Values() {
+			vals[r*width+j] = float32(v)
+		}
+	case *array.Int64:
+		for r, v := range a.Int64Values() {
+			vals[r*width+j] = float32(v)
+		}
+	case *array.Int32:
+		for r, v := range a.Int32Values() {
+			vals[r*width+j] = float32(v)
+		}
+	default:
+		for r := range col.Len() {
+			vals[r*width+j] = float32(valueAsFloat(col, r))
+		}
+	}
+}
+
+// valueAsFloat reads any numeric value the slow way.
+func valueAsFloat(col arrow.Array, r int) float64 {
+	switch a := col.(type) {
+	case *array.Float16:
+		return float64(a.Value(r).Float32())
+	case *array.Int8:
+		return float64(a.Value(r))
+	case *array.Int16:
+		return float64(a.Value(r))
+	case *array.Uint8:
+		return float64(a.Value(r))
+	case *array.Uint16:
+		return float64(a.Value(r))
+	case *array.Uint32:
+		return float64(a.Value(r))
+	case *array.Uint64:
+		return float64(a.Value(r))
+	}
+	panic(fmt.Sprintf("dataset: gather: unexpected type %s", col.DataType()))
+}
