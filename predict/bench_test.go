@@ -152,3 +152,37 @@ func BenchmarkMLPReplicas(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBucketPadding runs datasets of 10 full batches of 256 and a short
+// tail, padding the tail to the full batch or only to the smallest of
+// {16, 64, 256} that holds it, and reports the padded rows per run.
+func BenchmarkBucketPadding(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	for _, tail := range []int{5, 40, 100} {
+		rows := 10*benchBatch + tail
+		ds := dataset.UniformTensors(mem, rows, benchWidth, 4096, 1)
+		for _, buckets := range [][]int{nil, {16, 64, 256}} {
+			b.Run(fmt.Sprintf("tail=%d/buckets=%v", tail, buckets), func(b *testing.B) {
+				opts := []predict.Option{predict.WithBatchSize(benchBatch), predict.WithAllocator(mem)}
+				if buckets != nil {
+					opts = append(opts, predict.WithBatchSizes(buckets...))
+				}
+				var stats predict.Stats
+				opts = append(opts, predict.WithStats(func(s predict.Stats) { stats = s }))
+				p, err := predict.New(benchModel(b), opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					for _, err := range p.All(context.Background(), ds) {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(stats.PaddedRows), "padded-rows")
+				b.ReportMetric(stats.PaddingWaste(), "waste")
+			})
+		}
+	}
+}

@@ -47,6 +47,12 @@ func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
 // WithPrefetch runs the input side (reading, batching, padding) in its own
 // goroutine, up to k batches ahead of the device, like tf.data's prefetch.
 // The default, 0, reads each batch in step with the device.
+//
+// A source that decodes in large records (a CSV chunk, a Parquet row group)
+// delivers many batches at once, then decodes for a while. To overlap that
+// decoding with the device, k must exceed the number of batches in one
+// source record; a smaller k overlaps only k batches of device work per
+// record.
 func WithPrefetch(k int) Option { return func(c *config) { c.prefetch = k } }
 
 // WithAllocator sets the allocator for batches and predictions. The default
