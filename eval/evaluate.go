@@ -65,4 +65,3 @@ func Evaluate(ctx context.Context, model predict.Model, ds *dataset.Dataset, lab
 	}
 	return report, nil
 }
-

@@ -487,4 +487,3 @@ func (m *ROCAUCMetric) Reset() {
 	m.scores = m.scores[:0]
 	m.labels = m.labels[:0]
 }
-
