@@ -28,11 +28,12 @@ func Generate(mem memory.Allocator, schema *arrow.Schema, rows, chunk int, fill 
 }
 
 // TensorSchema returns the schema of [UniformTensors]: an int64 "id" column
-// and a fixed_size_list<float32>[width] "features" column.
+// and a fixed_size_list<float32>[width] "features" column, nullable as
+// Parquet writers need it to be (see package sink), though it holds no nulls.
 func TensorSchema(width int) *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "features", Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32)},
+		{Name: "features", Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), Nullable: true},
 	}, nil)
 }
 

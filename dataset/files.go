@@ -1,0 +1,533 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/csv"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+)
+
+var (
+	// ErrNoFiles reports a pattern that matches no file.
+	ErrNoFiles = errors.New("dataset: no input files")
+	// ErrFormat reports a file of an unknown format, or files of mixed formats.
+	ErrFormat = errors.New("dataset: unknown or mixed file format")
+	// ErrShard reports a malformed shard spec or index.
+	ErrShard = errors.New("dataset: bad shard")
+	// ErrColumn reports a projected column that the files do not have.
+	ErrColumn = errors.New("dataset: no such column")
+)
+
+// Format is a file format.
+type Format int
+
+const (
+	// Auto picks the format from the file name: .parquet/.pq, .arrow/.ipc/.feather
+	// (IPC file), .arrows (IPC stream), .csv.
+	Auto Format = iota
+	Parquet
+	IPCFile
+	IPCStream
+	CSV
+)
+
+func (f Format) String() string {
+	return [...]string{"auto", "parquet", "arrow-file", "arrow-stream", "csv"}[f]
+}
+
+// FormatOf returns the format of a file name by its extension.
+func FormatOf(path string) (Format, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".pq":
+		return Parquet, nil
+	case ".arrow", ".ipc", ".feather":
+		return IPCFile, nil
+	case ".arrows":
+		return IPCStream, nil
+	case ".csv":
+		return CSV, nil
+	}
+	return Auto, fmt.Errorf("%w: %s: extension %q", ErrFormat, path, filepath.Ext(path))
+}
+
+// Shard selects part Index of Count of a dataset (TPUEstimator's per-host
+// input): the Count shards are disjoint and together hold every row once.
+type Shard struct{ Index, Count int }
+
+// ParseShard parses "i/n" with 0 ≤ i < n.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("%w: %q, want i/n such as 0/4", ErrShard, s)
+	}
+	sh := Shard{Index: i, Count: n}
+	return sh, sh.check()
+}
+
+func (s Shard) check() error {
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("%w: %d/%d, want 0 ≤ i < n", ErrShard, s.Index, s.Count)
+	}
+	return nil
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+type filesConfig struct {
+	format    Format
+	columns   []string
+	batchRows int
+	csvSchema *arrow.Schema
+	shard     Shard
+	mem       memory.Allocator
+}
+
+// FilesOption configures [Files].
+type FilesOption func(*filesConfig)
+
+// WithFormat sets the format instead of guessing it from file names.
+func WithFormat(f Format) FilesOption { return func(c *filesConfig) { c.format = f } }
+
+// WithColumns reads only the named columns, in that order.
+func WithColumns(names ...string) FilesOption {
+	return func(c *filesConfig) { c.columns = append([]string{}, names...) }
+}
+
+// WithReadRows sets how many rows a Parquet read or a CSV chunk holds (the
+// default is 65536). It bounds the memory a read holds, not the batch size.
+func WithReadRows(n int) FilesOption { return func(c *filesConfig) { c.batchRows = n } }
+
+// WithCSVSchema gives the schema of CSV files; without it, it is inferred.
+func WithCSVSchema(s *arrow.Schema) FilesOption { return func(c *filesConfig) { c.csvSchema = s } }
+
+// WithShard reads only shard s: whole files when there are at least as many
+// files as shards, else row groups (Parquet), record batches (IPC files) or
+// chunks (CSV, IPC streams) dealt round-robin.
+func WithShard(s Shard) FilesOption { return func(c *filesConfig) { c.shard = s } }
+
+// WithAllocator sets the allocator of the records read.
+func WithAllocator(mem memory.Allocator) FilesOption { return func(c *filesConfig) { c.mem = mem } }
+
+// Expand returns the files the patterns name, in a stable (sorted) order,
+// each once. A pattern without glob characters must name an existing file;
+// a glob must match at least one.
+func Expand(patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, "*?[") {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("dataset: input %w", err)
+			}
+			out = append(out, p)
+			continue
+		}
+		m, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: pattern %q: %w", p, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%w: %q matches nothing", ErrNoFiles, p)
+		}
+		out = append(out, m...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no pattern given", ErrNoFiles)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Files returns a dataset over the files the patterns name, read in sorted
+// order as one stream. All files must have one format and one schema.
+func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
+	c := filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator}
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := c.shard.check(); err != nil {
+		return nil, err
+	}
+	if c.batchRows <= 0 {
+		return nil, fmt.Errorf("dataset: read rows %d, want > 0", c.batchRows)
+	}
+	paths, err := Expand(patterns)
+	if err != nil {
+		return nil, err
+	}
+	format := c.format
+	for _, p := range paths {
+		f := format
+		if f == Auto {
+			if f, err = FormatOf(p); err != nil {
+				return nil, err
+			}
+		}
+		if format != Auto && f != format && c.format == Auto {
+			return nil, fmt.Errorf("%w: %s is %s, earlier files %s", ErrFormat, p, f, format)
+		}
+		format = f
+	}
+	c.format = format
+
+	// Every file's schema must match the first one's.
+	var schema *arrow.Schema
+	for _, p := range paths {
+		r, err := c.open(p)
+		if err != nil {
+			return nil, err
+		}
+		s := r.schema()
+		r.close()
+		if schema == nil {
+			schema = s
+		} else if !s.Equal(schema) {
+			return nil, fmt.Errorf("%w: %s: schema %s, %s has %s", ErrSchemaMismatch, p, s, paths[0], schema)
+		}
+	}
+	return New(schema, func(yield func(arrow.Record, error) bool) {
+		for f, p := range paths {
+			if !c.readFile(f, len(paths), p, yield) {
+				return
+			}
+		}
+	}), nil
+}
+
+// readFile yields this shard's records of one file; false means stop.
+func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Record, error) bool) bool {
+	n, i := c.shard.Count, c.shard.Index
+	whole := n == 1 || files >= n
+	if whole && f%n != i {
+		return true
+	}
+	r, err := c.open(path)
+	if err != nil {
+		return yield(nil, err)
+	}
+	defer r.close()
+	mine := func(unit int) bool { return whole || (f+unit)%n == i }
+	err = r.read(mine, func(rec arrow.Record) bool { return yield(rec, nil) })
+	if errors.Is(err, errStop) {
+		return false
+	}
+	if err != nil {
+		return yield(nil, fmt.Errorf("%s: %w", path, err))
+	}
+	return true
+}
+
+// errStop reports that the consumer stopped.
+var errStop = errors.New("stopped")
+
+// fileReader reads one file. read yields the records of the units mine
+// accepts (row groups, record batches, or records of unsplittable files).
+type fileReader interface {
+	schema() *arrow.Schema
+	read(mine func(unit int) bool, yield func(arrow.Record) bool) error
+	close()
+}
+
+func (c *filesConfig) open(path string) (fileReader, error) {
+	var r fileReader
+	var err error
+	switch c.format {
+	case Parquet:
+		r, err = c.openParquet(path)
+	case IPCFile, IPCStream:
+		r, err = c.openIPC(path)
+	case CSV:
+		r, err = c.openCSV(path)
+	default:
+		err = fmt.Errorf("%w: %s", ErrFormat, c.format)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// ---- Parquet ----
+
+type parquetReader struct {
+	c      *filesConfig
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	leaves []int
+	out    *arrow.Schema
+}
+
+func (c *filesConfig) openParquet(path string) (fileReader, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(c.batchRows)}, c.mem)
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	r := &parquetReader{c: c, pf: pf, fr: fr}
+	full, err := fr.Schema()
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	r.out = full
+	if c.columns != nil {
+		fields := make([]arrow.Field, len(c.columns))
+		for i, name := range c.columns {
+			idx := full.FieldIndices(name)
+			if len(idx) != 1 {
+				pf.Close()
+				return nil, fmt.Errorf("%w: %q (the file has %s)", ErrColumn, name, fieldNames(full))
+			}
+			fields[i] = full.Field(idx[0])
+			// Parquet reads by leaf column, not by Arrow field.
+			r.leaves = appendLeaves(r.leaves, &fr.Manifest.Fields[idx[0]])
+		}
+		md := full.Metadata()
+		r.out = arrow.NewSchema(fields, &md)
+	}
+	return r, nil
+}
+
+func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
+	// IsLeaf is not to be trusted: a nested field's ColIndex is 0, not -1.
+	if len(f.Children) == 0 {
+		return append(dst, f.ColIndex)
+	}
+	for i := range f.Children {
+		dst = appendLeaves(dst, &f.Children[i])
+	}
+	return dst
+}
+
+func (r *parquetReader) schema() *arrow.Schema { return r.out }
+func (r *parquetReader) close()                { r.pf.Close() }
+
+func (r *parquetReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+	var groups []int
+	for g := range r.pf.NumRowGroups() {
+		if mine(g) {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, groups)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.Record()
+		if r.c.columns != nil {
+			// Leaf order follows the file; put the fields in the order asked.
+			rec = selectColumns(rec, r.out)
+			ok := yield(rec)
+			rec.Release()
+			if !ok {
+				return errStop
+			}
+			continue
+		}
+		if !yield(rec) {
+			return errStop
+		}
+	}
+	// pqarrow reports io.EOF from Err at a normal end.
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// selectColumns returns the columns of rec named by out's fields, in
+// out's order, sharing the data.
+func selectColumns(rec arrow.Record, out *arrow.Schema) arrow.Record {
+	cols := make([]arrow.Array, out.NumFields())
+	for i, f := range out.Fields() {
+		cols[i] = rec.Column(rec.Schema().FieldIndices(f.Name)[0])
+	}
+	return array.NewRecord(out, cols, rec.NumRows())
+}
+
+func fieldNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// projected returns the schema of the named columns of s.
+func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
+	if names == nil {
+		return s, nil
+	}
+	fields := make([]arrow.Field, len(names))
+	for i, name := range names {
+		idx := s.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("%w: %q (the file has %s)", ErrColumn, name, fieldNames(s))
+		}
+		fields[i] = s.Field(idx[0])
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// ---- Arrow IPC ----
+
+type ipcReader struct {
+	f      *os.File
+	file   *ipc.FileReader // IPC file format, random access by batch
+	stream *ipc.Reader     // IPC stream format
+	full   *arrow.Schema
+	out    *arrow.Schema
+	c      *filesConfig
+}
+
+func (c *filesConfig) openIPC(path string) (fileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &ipcReader{f: f, c: c}
+	if c.format == IPCFile {
+		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(c.mem))
+		if err == nil {
+			r.full = r.file.Schema()
+		}
+	} else {
+		r.stream, err = ipc.NewReader(f, ipc.WithAllocator(c.mem))
+		if err == nil {
+			r.full = r.stream.Schema()
+		}
+	}
+	if err == nil {
+		r.out, err = projected(r.full, c.columns)
+	}
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ipcReader) schema() *arrow.Schema { return r.out }
+
+func (r *ipcReader) close() {
+	if r.file != nil {
+		r.file.Close()
+	}
+	if r.stream != nil {
+		r.stream.Release()
+	}
+	r.f.Close()
+}
+
+func (r *ipcReader) emit(rec arrow.Record, yield func(arrow.Record) bool) bool {
+	if r.c.columns == nil {
+		return yield(rec)
+	}
+	sel := selectColumns(rec, r.out)
+	defer sel.Release()
+	return yield(sel)
+}
+
+func (r *ipcReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+	if r.file != nil {
+		for i := range r.file.NumRecords() {
+			if !mine(i) {
+				continue
+			}
+			rec, err := r.file.RecordAt(i)
+			if err != nil {
+				return fmt.Errorf("record batch %d: %w", i, err)
+			}
+			ok := r.emit(rec, yield)
+			rec.Release()
+			if !ok {
+				return errStop
+			}
+		}
+		return nil
+	}
+	for i := 0; r.stream.Next(); i++ {
+		if mine(i) && !r.emit(r.stream.Record(), yield) {
+			return errStop
+		}
+	}
+	return r.stream.Err()
+}
+
+// ---- CSV ----
+
+type csvReader struct {
+	f  *os.File
+	rr *csv.Reader
+}
+
+func (c *filesConfig) openCSV(path string) (fileReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	opts := []csv.Option{csv.WithHeader(true), csv.WithChunk(c.batchRows), csv.WithAllocator(c.mem)}
+	if c.columns != nil {
+		opts = append(opts, csv.WithIncludeColumns(c.columns))
+	}
+	r := &csvReader{f: f}
+	if c.csvSchema != nil {
+		r.rr = csv.NewReader(f, c.csvSchema, opts...)
+	} else {
+		r.rr = csv.NewInferringReader(f, opts...)
+		// The schema is known once the first chunk is read.
+		if !r.rr.Next() && r.rr.Err() != nil {
+			r.close()
+			return nil, r.rr.Err()
+		}
+	}
+	return r, nil
+}
+
+func (r *csvReader) schema() *arrow.Schema { return r.rr.Schema() }
+
+func (r *csvReader) close() {
+	r.rr.Release()
+	r.f.Close()
+}
+
+func (r *csvReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+	i := 0
+	// An inferring reader has already read its first chunk.
+	if rec := r.rr.Record(); rec != nil {
+		if mine(i) && !yield(rec) {
+			return errStop
+		}
+		i++
+	}
+	for ; r.rr.Next(); i++ {
+		if mine(i) && !yield(r.rr.Record()) {
+			return errStop
+		}
+	}
+	return r.rr.Err()
+}

@@ -1,0 +1,274 @@
+package dataset_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+// writeFile writes rows [start, start+rows) of UniformTensors(width 4) to
+// path in records of chunk rows (Parquet row groups, IPC batches).
+func writeFile(t *testing.T, mem memory.Allocator, path string, start, rows, chunk int) {
+	t.Helper()
+	w, err := sink.Create(path, dataset.TensorSchema(4), sink.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range dataset.Skip(dataset.UniformTensors(mem, start+rows, 4, chunk, 1), int64(start)).Batches(mem, chunk) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(t *testing.T, ds *dataset.Dataset) []int64 {
+	t.Helper()
+	var out []int64
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, arrowtest.Int64s(t, "id", rec)...)
+	}
+	return out
+}
+
+func seq(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+func TestFilesEveryFormatGlobAndShards(t *testing.T) {
+	for _, ext := range []string{"parquet", "arrow", "arrows"} {
+		t.Run(ext, func(t *testing.T) {
+			mem := arrowtest.Allocator(t)
+			dir := t.TempDir()
+			// Three files, written out of name order, 0..249 in total.
+			writeFile(t, mem, filepath.Join(dir, "b."+ext), 100, 120, 25)
+			writeFile(t, mem, filepath.Join(dir, "a."+ext), 0, 100, 30)
+			writeFile(t, mem, filepath.Join(dir, "c."+ext), 220, 30, 7)
+			pattern := filepath.Join(dir, "*."+ext)
+			ds, err := dataset.Files([]string{pattern}, dataset.WithAllocator(mem), dataset.WithReadRows(16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(t, ds); !slices.Equal(got, seq(250)) {
+				t.Fatalf("ids %v", got)
+			}
+			for n := 1; n <= 5; n++ { // fewer and more shards than files
+				var all []int64
+				for i := range n {
+					sh, err := dataset.Files([]string{pattern}, dataset.WithAllocator(mem), dataset.WithShard(dataset.Shard{Index: i, Count: n}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					part := ids(t, sh)
+					if n > 1 && len(part) == 250 {
+						t.Fatalf("shard %d/%d holds every row", i, n)
+					}
+					all = append(all, part...)
+				}
+				slices.Sort(all)
+				if !slices.Equal(all, seq(250)) {
+					t.Fatalf("%d shards together hold %d rows, not each of 0..249 once", n, len(all))
+				}
+			}
+		})
+	}
+}
+
+func TestFilesProjectionAndCSV(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.parquet")
+	writeFile(t, mem, path, 0, 10, 4)
+	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithColumns("features", "id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ds.Schema(); s.NumFields() != 2 || s.Field(0).Name != "features" || s.Field(1).Name != "id" {
+		t.Fatalf("projected schema %s", s)
+	}
+	if got := ids(t, ds); !slices.Equal(got, seq(10)) {
+		t.Fatalf("ids %v", got)
+	}
+	if _, err := dataset.Files([]string{path}, dataset.WithColumns("nope")); !errors.Is(err, dataset.ErrColumn) {
+		t.Fatalf("missing column: %v", err)
+	}
+
+	csvPath := filepath.Join(dir, "t.csv")
+	var b strings.Builder
+	b.WriteString("id,f0,f1,name\n")
+	for i := range 23 {
+		fmt.Fprintf(&b, "%d,%d.5,%d,n%d\n", i, i, -i, i)
+	}
+	os.WriteFile(csvPath, []byte(b.String()), 0o644)
+	inferred, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithReadRows(5), dataset.WithColumns("id", "f0", "f1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, inferred); !slices.Equal(got, seq(23)) {
+		t.Fatalf("csv ids %v", got)
+	}
+	g, err := dataset.Gather(inferred, mem, "features", "f0", "f1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range g.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := tensor.Float32(rec.Column(1), 2)
+		if first := arrowtest.Int64s(t, "id", rec)[0]; x[0] != float32(first)+0.5 || x[1] != -float32(first) {
+			t.Fatalf("row %d gathered %v", first, x[:2])
+		}
+	}
+	var sharded []int64
+	for i := range 3 {
+		sh, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithReadRows(5), dataset.WithShard(dataset.Shard{Index: i, Count: 3}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharded = append(sharded, ids(t, sh)...)
+	}
+	slices.Sort(sharded)
+	if !slices.Equal(sharded, seq(23)) {
+		t.Fatalf("csv shards hold %v", sharded)
+	}
+}
+
+// A plain Parquet file (no stored Arrow schema) returns a fixed-size list
+// as a list; AsTensor takes it back zero-copy and rejects ragged rows.
+func TestAsTensorFromPlainParquet(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	path := filepath.Join(t.TempDir(), "plain.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(dataset.TensorSchema(4), f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float32
+	for rec, err := range dataset.UniformTensors(mem, 9, 4, 9, 3).Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := tensor.Float32(rec.Column(1), 4)
+		want = append(want, x...)
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := ds.Schema().Field(1).Type.ID(); id != arrow.LIST {
+		t.Fatalf("plain Parquet gave %s; the test expects a list", ds.Schema().Field(1).Type)
+	}
+	tds, err := dataset.AsTensor(ds, "features", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for rec, err := range tds.Batches(mem, 4) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.Float32(rec.Column(1), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x...)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("tensor values differ")
+	}
+	if _, err := dataset.AsTensor(ds, "features", 4); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := dataset.AsTensor(ds, "features", 3)
+	for _, err := range bad.Records() {
+		if !errors.Is(err, tensor.ErrWidth) || !strings.Contains(err.Error(), "row 0 has 4 values, want 3") {
+			t.Fatalf("ragged: %v", err)
+		}
+	}
+}
+
+func TestFilesBadInput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.parquet")
+	writeFile(t, mem, good, 0, 50, 10)
+	data, _ := os.ReadFile(good)
+	goodArrow := filepath.Join(dir, "good.arrow")
+	writeFile(t, mem, goodArrow, 0, 50, 10)
+	arrowData, _ := os.ReadFile(goodArrow)
+
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	corrupt := slices.Clone(data)
+	copy(corrupt[len(corrupt)-40:], "garbage garbage garbage garbage garbage!")
+	cases := []struct {
+		name    string
+		pattern string
+		say     string
+	}{
+		{"missing file", filepath.Join(dir, "nope.parquet"), "no such file"},
+		{"empty glob", filepath.Join(dir, "*.nothing"), "matches nothing"},
+		{"truncated parquet", write("trunc.parquet", data[:len(data)/2]), "trunc.parquet"},
+		{"corrupt parquet", write("corrupt.parquet", corrupt), "corrupt.parquet"},
+		{"not parquet", write("text.parquet", []byte("hello, world")), "text.parquet"},
+		{"truncated arrow", write("trunc.arrow", arrowData[:len(arrowData)/2]), "trunc.arrow"},
+		{"csv column count", write("bad.csv", []byte("a,b\n1,2\n3\n")), "bad.csv"},
+		{"unknown extension", write("x.json", []byte("{}")), "extension"},
+	}
+	for _, c := range cases {
+		ds, err := dataset.Files([]string{c.pattern}, dataset.WithAllocator(mem))
+		if err == nil {
+			_, err = ds.Rows()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%s: err %v, want it to say %q", c.name, err, c.say)
+		}
+	}
+	for _, s := range []string{"1", "a/b", "3/3", "-1/2", "0/0"} {
+		if _, err := dataset.ParseShard(s); !errors.Is(err, dataset.ErrShard) {
+			t.Errorf("shard %q: err %v", s, err)
+		}
+	}
+	if sh, err := dataset.ParseShard("2/5"); err != nil || sh != (dataset.Shard{Index: 2, Count: 5}) {
+		t.Errorf("2/5: %v %v", sh, err)
+	}
+}

@@ -1,0 +1,113 @@
+package dataset
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+// AsTensor returns a dataset whose column name is a
+// fixed_size_list<float32>[width]. A list<float32> or large_list<float32>
+// column (as Parquet returns a fixed-size list written without the Arrow
+// schema) is converted zero-copy: its values are already row-major. A row
+// of another length is an error naming its row number in the dataset; a
+// null row or value, likewise.
+func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
+	in := ds.Schema()
+	idx := in.FieldIndices(name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("%w: feature column %q (the dataset has %s)", ErrColumn, name, fieldNames(in))
+	}
+	col := idx[0]
+	got, err := tensor.Width(in.Field(col).Type)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: feature column %q: %w", name, err)
+	}
+	if got == width {
+		return ds, nil
+	}
+	if got != 0 {
+		return nil, fmt.Errorf("dataset: feature column %q: %w: %d values per row, want %d", name, tensor.ErrWidth, got, width)
+	}
+	fields := in.Fields()
+	fields[col] = arrow.Field{Name: name, Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), Metadata: fields[col].Metadata}
+	md := in.Metadata()
+	out := arrow.NewSchema(fields, &md)
+	return New(out, func(yield func(arrow.Record, error) bool) {
+		row := 0
+		for rec, err := range ds.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			list, err := listAsFixed(rec.Column(col), width)
+			if err != nil {
+				yield(nil, fmt.Errorf("feature column %q, in the record from dataset row %d: %w", name, row, err))
+				return
+			}
+			cols := append([]arrow.Array(nil), rec.Columns()...)
+			cols[col] = list
+			converted := array.NewRecord(out, cols, rec.NumRows())
+			list.Release()
+			if !yieldOwned(yield, converted) {
+				return
+			}
+			row += int(rec.NumRows())
+		}
+	}), nil
+}
+
+// listAsFixed views a list<float32> array of rows of width values as a
+// fixed_size_list<float32>[width], sharing its values.
+func listAsFixed(arr arrow.Array, width int) (arrow.Array, error) {
+	if _, err := tensor.Float32(arr, width); err != nil { // checks widths and nulls
+		return nil, err
+	}
+	list := arr.(array.ListLike)
+	start := 0
+	if arr.Len() > 0 {
+		b, _ := list.ValueOffsets(0)
+		start = int(b)
+	}
+	values := array.NewSliceData(list.ListValues().Data(), int64(start), int64(start+arr.Len()*width))
+	defer values.Release()
+	data := array.NewData(arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), arr.Len(),
+		[]*memory.Buffer{nil}, []arrow.ArrayData{values}, 0, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// Skip returns a dataset without its first n rows, for resuming a job. It
+// reads the skipped rows (only the record that straddles n is sliced).
+func Skip(ds *Dataset, n int64) *Dataset {
+	if n <= 0 {
+		return ds
+	}
+	return New(ds.Schema(), func(yield func(arrow.Record, error) bool) {
+		left := n
+		for rec, err := range ds.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			rows := rec.NumRows()
+			switch {
+			case left >= rows:
+				left -= rows
+			case left > 0:
+				if !yieldOwned(yield, rec.NewSlice(left, rows)) {
+					return
+				}
+				left = 0
+			default:
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,222 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+)
+
+var (
+	// ErrExists reports a destination that exists already.
+	ErrExists = errors.New("sink: output exists")
+	// ErrFormat reports an output name of an unknown format.
+	ErrFormat = errors.New("sink: unknown output format")
+	// ErrClosed reports a write to a committed or aborted Writer.
+	ErrClosed = errors.New("sink: writer closed")
+)
+
+// Format is an output file format.
+type Format int
+
+const (
+	Parquet Format = iota + 1
+	IPCFile
+	IPCStream
+)
+
+// FormatOf returns the format of an output name by its extension:
+// .parquet/.pq, .arrow/.ipc/.feather (IPC file), .arrows (IPC stream).
+func FormatOf(path string) (Format, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".pq":
+		return Parquet, nil
+	case ".arrow", ".ipc", ".feather":
+		return IPCFile, nil
+	case ".arrows":
+		return IPCStream, nil
+	}
+	return 0, fmt.Errorf("%w: %s: extension %q (want .parquet, .arrow or .arrows)", ErrFormat, path, filepath.Ext(path))
+}
+
+type config struct {
+	overwrite bool
+	mem       memory.Allocator
+	format    Format
+}
+
+// Option configures a Writer.
+type Option func(*config)
+
+// WithOverwrite lets Commit replace an existing destination.
+func WithOverwrite(ok bool) Option { return func(c *config) { c.overwrite = ok } }
+
+// WithAllocator sets the allocator the encoders use.
+func WithAllocator(mem memory.Allocator) Option { return func(c *config) { c.mem = mem } }
+
+// WithFormat sets the format instead of taking it from the name.
+func WithFormat(f Format) Option { return func(c *config) { c.format = f } }
+
+// Writer writes records of one schema to a file that appears at Commit.
+type Writer struct {
+	path   string
+	tmp    *os.File
+	schema *arrow.Schema // the schema records arrive in
+	stored *arrow.Schema // the schema written (Parquet: nullable tensors)
+	enc    interface {
+		Write(arrow.Record) error
+		Close() error
+	}
+	overwrite bool
+	done      bool
+}
+
+// Create starts writing records of schema to path.
+func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) {
+	c := config{mem: memory.DefaultAllocator}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.format == 0 {
+		f, err := FormatOf(path)
+		if err != nil {
+			return nil, err
+		}
+		c.format = f
+	}
+	if !c.overwrite {
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("%w: %s", ErrExists, path)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	w := &Writer{path: path, tmp: tmp, schema: schema, stored: schema, overwrite: c.overwrite}
+	switch c.format {
+	case Parquet:
+		w.stored = nullableTensors(schema)
+		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithAllocator(c.mem))
+		w.enc, err = pqarrow.NewFileWriter(w.stored, keepOpen{tmp}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+	case IPCFile:
+		w.enc, err = ipc.NewFileWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+	case IPCStream:
+		w.enc = ipc.NewWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+	default:
+		err = fmt.Errorf("%w: %d", ErrFormat, c.format)
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("sink: %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// keepOpen hides the file's Close from encoders that close their writer,
+// so Commit can sync the file before closing it.
+type keepOpen struct{ f *os.File }
+
+func (k keepOpen) Write(p []byte) (int, error)               { return k.f.Write(p) }
+func (k keepOpen) Seek(off int64, whence int) (int64, error) { return k.f.Seek(off, whence) }
+
+// nullableTensors marks every fixed_size_list field nullable (see the
+// package doc).
+func nullableTensors(s *arrow.Schema) *arrow.Schema {
+	fields := s.Fields()
+	changed := false
+	for i, f := range fields {
+		if f.Type.ID() == arrow.FIXED_SIZE_LIST && !f.Nullable {
+			fields[i].Nullable = true
+			changed = true
+		}
+	}
+	if !changed {
+		return s
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// Path returns the destination.
+func (w *Writer) Path() string { return w.path }
+
+// Write appends rec. Its schema must be the Writer's.
+func (w *Writer) Write(rec arrow.Record) error {
+	if w.done {
+		return ErrClosed
+	}
+	if !rec.Schema().Equal(w.schema) {
+		return fmt.Errorf("sink: %s: record schema %s, want %s", w.path, rec.Schema(), w.schema)
+	}
+	if w.stored != w.schema {
+		rec = array.NewRecord(w.stored, rec.Columns(), rec.NumRows())
+		defer rec.Release()
+	}
+	if err := w.enc.Write(rec); err != nil {
+		return fmt.Errorf("sink: %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Commit finishes the file, syncs it and renames it to its destination.
+func (w *Writer) Commit() error {
+	if w.done {
+		return ErrClosed
+	}
+	w.done = true
+	err := w.enc.Close()
+	if err == nil {
+		err = w.tmp.Sync()
+	}
+	if cerr := w.tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !w.overwrite {
+		if _, serr := os.Stat(w.path); serr == nil {
+			err = fmt.Errorf("%w: %s", ErrExists, w.path)
+		}
+	}
+	if err == nil {
+		err = os.Rename(w.tmp.Name(), w.path)
+	}
+	if err != nil {
+		os.Remove(w.tmp.Name())
+		return fmt.Errorf("sink: commit %s: %w", w.path, err)
+	}
+	return SyncDir(filepath.Dir(w.path))
+}
+
+// Abort discards what was written. It is safe after Commit (a no-op).
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.enc.Close()
+	w.tmp.Close()
+	os.Remove(w.tmp.Name())
+}
+
+// SyncDir syncs a directory, so a rename in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sink: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sink: sync %s: %w", dir, err)
+	}
+	return nil
+}
