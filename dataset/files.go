@@ -88,6 +88,21 @@ func (s Shard) check() error {
 
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
+// owns reports whether the shard reads unit u (a row group, a record batch,
+// a chunk) of file f of files; u < 0 asks whether it reads any of file f.
+// With at least as many files as shards, files are dealt whole; else each
+// file's units are dealt round-robin, starting at a different shard per file.
+func (s Shard) owns(files, f, u int) bool {
+	n := s.Count
+	switch {
+	case n == 1:
+		return true
+	case files >= n:
+		return f%n == s.Index
+	}
+	return u < 0 || (f+u)%n == s.Index
+}
+
 type filesConfig struct {
 	format    Format
 	columns   []string
@@ -123,6 +138,20 @@ func WithShard(s Shard) FilesOption { return func(c *filesConfig) { c.shard = s 
 // WithAllocator sets the allocator of the records read.
 func WithAllocator(mem memory.Allocator) FilesOption { return func(c *filesConfig) { c.mem = mem } }
 
+func newFilesConfig(opts []FilesOption) (*filesConfig, error) {
+	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator}
+	for _, o := range opts {
+		o(c)
+	}
+	if err := c.shard.check(); err != nil {
+		return nil, err
+	}
+	if c.batchRows <= 0 {
+		return nil, fmt.Errorf("dataset: read rows %d, want > 0", c.batchRows)
+	}
+	return c, nil
+}
+
 // Expand returns the files the patterns name, in a stable (sorted) order,
 // each once. A pattern without glob characters must name an existing file;
 // a glob must match at least one.
@@ -155,15 +184,9 @@ func Expand(patterns []string) ([]string, error) {
 // Files returns a dataset over the files the patterns name, read in sorted
 // order as one stream. All files must have one format and one schema.
 func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
-	c := filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator}
-	for _, o := range opts {
-		o(&c)
-	}
-	if err := c.shard.check(); err != nil {
+	c, err := newFilesConfig(opts)
+	if err != nil {
 		return nil, err
-	}
-	if c.batchRows <= 0 {
-		return nil, fmt.Errorf("dataset: read rows %d, want > 0", c.batchRows)
 	}
 	paths, err := Expand(patterns)
 	if err != nil {
@@ -210,9 +233,7 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 
 // readFile yields this shard's records of one file; false means stop.
 func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Record, error) bool) bool {
-	n, i := c.shard.Count, c.shard.Index
-	whole := n == 1 || files >= n
-	if whole && f%n != i {
+	if !c.shard.owns(files, f, -1) {
 		return true
 	}
 	r, err := c.open(path)
@@ -220,7 +241,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 		return yield(nil, err)
 	}
 	defer r.close()
-	mine := func(unit int) bool { return whole || (f+unit)%n == i }
+	mine := func(unit int) bool { return c.shard.owns(files, f, unit) }
 	err = r.read(mine, func(rec arrow.Record) bool { return yield(rec, nil) })
 	if errors.Is(err, errStop) {
 		return false
@@ -530,4 +551,38 @@ func (r *csvReader) read(mine func(int) bool, yield func(arrow.Record) bool) err
 		}
 	}
 	return r.rr.Err()
+}
+
+// FilesRows returns the number of rows [Files] would yield for the same
+// patterns and options, from file metadata, without reading data: known for
+// Parquet files, -1 for the other formats.
+func FilesRows(patterns []string, opts ...FilesOption) (int64, error) {
+	c, err := newFilesConfig(opts)
+	if err != nil {
+		return 0, err
+	}
+	paths, err := Expand(patterns)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for f, p := range paths {
+		if format, err := FormatOf(p); c.format != Parquet && (err != nil || format != Parquet) {
+			return -1, nil
+		}
+		if !c.shard.owns(len(paths), f, -1) {
+			continue
+		}
+		pf, err := file.OpenParquetFile(p, false)
+		if err != nil {
+			return 0, fmt.Errorf("dataset: %s: %w", p, err)
+		}
+		for g := range pf.NumRowGroups() {
+			if c.shard.owns(len(paths), f, g) {
+				total += pf.MetaData().RowGroup(g).NumRows()
+			}
+		}
+		pf.Close()
+	}
+	return total, nil
 }

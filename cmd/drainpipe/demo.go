@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rows := fs.Int("rows", 100_003, "rows of synthetic data")
+	keepDir := fs.Bool("keep-dir", false, "keep the temporary folder")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a temporary folder, then runs a full predict job on them.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "drainpipe-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keepDir {
+		defer os.RemoveAll(dir)
+	}
+	mem := memory.DefaultAllocator
+
+	// Four Parquet files of synthetic rows.
+	const width, files = 64, 4
+	all := dataset.UniformTensors(mem, *rows, width, 8192, 1)
+	per := (*rows + files - 1) / files
+	for f := range files {
+		w, err := sink.Create(filepath.Join(dir, fmt.Sprintf("data-%d.parquet", f)), all.Schema())
+		if err != nil {
+			return err
+		}
+		part := dataset.Skip(all, int64(f*per))
+		n := 0
+		for rec, err := range part.Batches(mem, 8192) {
+			if err == nil && n < per {
+				rec = rec.NewSlice(0, int64(min(int(rec.NumRows()), per-n)))
+				err = w.Write(rec)
+				n += int(rec.NumRows())
+				rec.Release()
+			}
+			if err != nil {
+				w.Abort()
+				return err
+			}
+			if n >= per {
+				break
+			}
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+	}
+	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(7, 7)))
+	if err != nil {
+		return err
+	}
+	modelPath := filepath.Join(dir, "model.dpmlp")
+	if err := model.SaveFile(modelPath); err != nil {
+		return err
+	}
+	output := filepath.Join(dir, "predictions.parquet")
+	fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..3}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", dir, *rows, width)
+	fmt.Fprintf(stdout, "running: drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id\n",
+		modelPath, filepath.Join(dir, "data-*.parquet"), output)
+
+	m, err := loadModel(modelPath)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(stderr)
+	sum, err := job.Run(ctx, job.Config{
+		Inputs: []string{filepath.Join(dir, "data-*.parquet")}, Output: output,
+		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256,
+		Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, sum)
+
+	out, err := dataset.Files([]string{output})
+	if err != nil {
+		return err
+	}
+	for rec, err := range out.Records() {
+		if err != nil {
+			return err
+		}
+		ids, classes := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+		fmt.Fprintln(stdout, "first predictions (id -> class):")
+		for i := range min(5, ids.Len()) {
+			fmt.Fprintf(stdout, "  %d -> %d\n", ids.Value(i), classes.Value(i))
+		}
+		break
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+// Command drainpipe runs batch inference jobs over Parquet, Arrow IPC and
+// CSV files.
+//
+//	drainpipe predict --model M --input 'data/*.parquet' --output out.parquet [flags]
+//	drainpipe inspect FILE
+//	drainpipe demo
+//
+// Run a command with --help for its flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const usage = `drainpipe: batch inference over Arrow data
+
+usage:
+  drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
+  drainpipe inspect FILE                                           schema, rows, row groups
+  drainpipe demo                                                   a full job on synthetic data
+
+Run 'drainpipe COMMAND --help' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainpipe:", oneLine(err))
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "predict":
+		return predictCmd(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		return inspectCmd(args[1:], stdout, stderr)
+	case "demo":
+		return demoCmd(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return flag.ErrHelp
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// oneLine folds a multi-line error (Arrow schemas print on many lines)
+// into one.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}

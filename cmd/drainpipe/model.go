@@ -1,0 +1,35 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// loadedModel is a model file opened for a job.
+type loadedModel struct {
+	model     predict.Model
+	inputSize int
+	feature   string // the feature column the model names, if any
+	id        string // content digest
+}
+
+// loadModel opens a model file: a drainpipe MLP (.dpmlp).
+func loadModel(path string) (*loadedModel, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	m, err := cpu.Load(io.TeeReader(f, h))
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil))}, nil
+}

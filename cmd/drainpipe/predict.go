@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var inputs, keep, features listFlag
+	modelPath := fs.String("model", "", "model file (.dpmlp)")
+	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
+	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows)")
+	batch := fs.Int("batch-size", 256, "rows per device batch (the global batch size)")
+	fs.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
+	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
+	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
+	shardSpec := fs.String("shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
+	replicas := fs.Int("replicas", 1, "device sessions running side by side; the batch size must divide by it")
+	prefetch := fs.Int("prefetch", 0, "batches the input side may read ahead of the device")
+	partRows := fs.Int("part-rows", 1<<18, "rows per durable part: the most a killed job redoes")
+	readRows := fs.Int("read-rows", 1<<16, "rows per file read (Parquet batch, CSV chunk)")
+	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
+	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
+	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: drainpipe predict --model M --input FILES --output OUT [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("predict: unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case *modelPath == "":
+		return fmt.Errorf("predict: --model is required")
+	case len(inputs) == 0:
+		return fmt.Errorf("predict: --input is required")
+	case *output == "":
+		return fmt.Errorf("predict: --output is required")
+	}
+	shard, err := dataset.ParseShard(*shardSpec)
+	if err != nil {
+		return err
+	}
+	m, err := loadModel(*modelPath)
+	if err != nil {
+		return err
+	}
+	column := *featureCol
+	if column == "" {
+		column = m.feature
+	}
+	if column == "" {
+		column = cpu.DefaultFeature
+	}
+	cfg := job.Config{
+		Inputs: inputs, Output: *output,
+		Model: m.model, ModelID: m.id, InputSize: m.inputSize,
+		FeatureColumn: column, Gather: features, Keep: keep,
+		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
+		Overwrite: *overwrite, Resume: *resume,
+		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithPrefetch(*prefetch)},
+		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	var prog *progress
+	if !*quiet {
+		prog = newProgress(stderr)
+		cfg.Progress = prog.update
+	}
+	sum, err := job.Run(ctx, cfg)
+	if prog != nil {
+		prog.finish()
+	}
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, sum)
+	if *statsJSON != "" {
+		return writeStats(*statsJSON, sum)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, s *job.Summary) {
+	fmt.Fprintf(w, "wrote %s: rows=%d batches=%d padded=%d wall=%s rows/s=%.0f",
+		s.Output, s.Rows, s.Batches, s.PaddedRows, s.Wall.Round(time.Millisecond), s.RowsPerSecond)
+	if s.ResumedRows > 0 {
+		fmt.Fprintf(w, " resumed_from=%d", s.ResumedRows)
+	}
+	fmt.Fprintln(w)
+}
+
+// stats is the --stats-json document.
+type stats struct {
+	*job.Summary
+	WallSeconds         float64 `json:"wall_seconds"`
+	InputWaitSeconds    float64 `json:"input_wait_seconds"`
+	DeviceSeconds       float64 `json:"device_seconds"`
+	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
+	PaddingWaste        float64 `json:"padding_waste"`
+}
+
+func writeStats(path string, s *job.Summary) error {
+	doc := stats{Summary: s, WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
+		DeviceSeconds: s.Stats.DeviceTime.Seconds(), ConsumerWaitSeconds: s.Stats.ConsumerWait.Seconds(),
+		PaddingWaste: s.Stats.PaddingWaste()}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	return nil
+}

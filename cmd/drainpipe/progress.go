@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// progress shows a job's progress: a bar on a terminal, else a log line
+// every few seconds.
+type progress struct {
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	start time.Time
+	last  time.Time
+	done  int64
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{w: w, start: time.Now(), last: time.Now()}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (p *progress) update(done, total int64) {
+	p.done = done
+	if isTerminal(p.w) {
+		if p.bar == nil {
+			p.bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetDescription("predicting"),
+				progressbar.OptionShowCount(),
+				progressbar.OptionShowIts(),
+				progressbar.OptionSetItsString("rows"),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionFullWidth(),
+			)
+		}
+		p.bar.Set64(done)
+		return
+	}
+	if time.Since(p.last) < 5*time.Second {
+		return
+	}
+	p.last = time.Now()
+	rate := float64(done) / time.Since(p.start).Seconds()
+	line := fmt.Sprintf("progress: rows=%d rows/s=%.0f", done, rate)
+	if total > 0 && rate > 0 {
+		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
+		line += fmt.Sprintf(" of=%d eta=%s", total, eta.Round(time.Second))
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		fmt.Fprintln(p.w)
+	}
+}

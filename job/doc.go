@@ -1,0 +1,21 @@
+// Package job runs a batch inference job over files: read, predict, write
+// the predictions next to the row keys, with nothing lost or duplicated
+// even when the job is killed and started again.
+//
+// # Exactly once
+//
+// The job writes its predictions in durable parts of a fixed number of
+// rows, part j holding rows [j·P, (j+1)·P) of the input, into a folder
+// beside the output (OUTPUT.parts). Each part is written aside and renamed
+// when complete; then a manifest listing the completed parts is replaced
+// atomically. A job killed at any moment (SIGKILL included) and started
+// again with Resume skips the rows of the completed parts and goes on; a
+// half-written part is discarded. When every row is done, the parts are
+// merged into the output (again written aside and renamed) and the folder
+// is removed. Part boundaries do not depend on where a run stopped, and the
+// merge re-chunks rows into fixed-size row groups, so the output of a
+// resumed job is byte for byte the output of a job never interrupted.
+//
+// A manifest records a fingerprint of the inputs (names, sizes, times), the
+// model and the settings; resuming with any of them changed is refused.
+package job

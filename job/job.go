@@ -1,0 +1,336 @@
+package job
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+var (
+	// ErrOutputExists reports an output that exists, without Overwrite.
+	ErrOutputExists = errors.New("job: output exists (use overwrite to replace it)")
+	// ErrInterrupted reports the parts of an interrupted run, without
+	// Resume or Overwrite.
+	ErrInterrupted = errors.New("job: an interrupted run left its parts (resume to continue it, or overwrite to start over)")
+	// ErrChanged reports a resume whose inputs, model or settings differ
+	// from the interrupted run's.
+	ErrChanged = errors.New("job: inputs, model or settings changed since the interrupted run")
+	// ErrFeatures reports feature columns that are missing or unusable.
+	ErrFeatures = errors.New("job: bad feature columns")
+)
+
+// Config describes a job.
+type Config struct {
+	Inputs []string // files or glob patterns
+	Output string   // .parquet, .arrow or .arrows
+
+	Model     predict.Model
+	ModelID   string // identifies the model's content (a digest), for resuming
+	InputSize int    // features per row the model takes
+
+	// FeatureColumn names the tensor column the model reads ("features").
+	// With Gather set, it is made by gathering the scalar columns whose
+	// names match the Gather patterns (path.Match syntax, such as "f*"),
+	// in schema order.
+	FeatureColumn string
+	Gather        []string
+	Keep          []string // input columns written next to the predictions
+
+	BatchSize int
+	PartRows  int // rows per durable part; rounded up to a multiple of BatchSize
+	ReadRows  int // rows per file read
+	Shard     dataset.Shard
+
+	Overwrite bool
+	Resume    bool
+
+	// Predict holds further Predictor options (replicas, prefetch).
+	Predict []predict.Option
+	// Progress, if set, is called after every batch with the rows done
+	// and the total (-1 if unknown).
+	Progress  func(done, total int64)
+	Logger    *slog.Logger
+	Allocator memory.Allocator
+}
+
+// Summary reports a finished job.
+type Summary struct {
+	Output        string        `json:"output"`
+	Rows          int64         `json:"rows"`
+	ResumedRows   int64         `json:"resumed_rows"`
+	Batches       int64         `json:"batches"`
+	PaddedRows    int64         `json:"padded_rows"`
+	Parts         int           `json:"parts"`
+	Wall          time.Duration `json:"wall_ns"`
+	RowsPerSecond float64       `json:"rows_per_second"`
+	Stats         predict.Stats `json:"-"`
+}
+
+func (c *Config) defaults() error {
+	if c.FeatureColumn == "" {
+		c.FeatureColumn = "features"
+	}
+	if c.BatchSize <= 0 {
+		return fmt.Errorf("job: %w: got %d", predict.ErrBatchSize, c.BatchSize)
+	}
+	if c.PartRows <= 0 {
+		c.PartRows = 1 << 18
+	}
+	c.PartRows = (c.PartRows + c.BatchSize - 1) / c.BatchSize * c.BatchSize
+	if c.ReadRows <= 0 {
+		c.ReadRows = 1 << 16
+	}
+	if c.Shard.Count == 0 {
+		c.Shard = dataset.Shard{Index: 0, Count: 1}
+	}
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Model == nil || c.InputSize <= 0 {
+		return errors.New("job: a model and its input size are required")
+	}
+	return nil
+}
+
+// Run runs the job to completion, or until ctx is cancelled or a step
+// fails; the parts written so far then stay for a resume.
+func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	if _, err := sink.FormatOf(cfg.Output); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.Output); err == nil && !cfg.Overwrite {
+		return nil, fmt.Errorf("%w: %s", ErrOutputExists, cfg.Output)
+	}
+	ds, err := cfg.dataset()
+	if err != nil {
+		return nil, err
+	}
+	fingerprint, err := cfg.fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	parts, err := openParts(cfg.Output+".parts", fingerprint, cfg.PartRows, cfg.Resume, cfg.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A run that failed before its first part leaves nothing to resume.
+		if err != nil && len(parts.m.Parts) == 0 {
+			os.RemoveAll(parts.dir)
+		}
+	}()
+	removeStrayTemps(cfg.Output)
+
+	total, err := dataset.FilesRows(cfg.Inputs, dataset.WithShard(cfg.Shard))
+	if err != nil {
+		return nil, err
+	}
+	resumed := parts.rows()
+	if resumed > 0 {
+		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
+	}
+	sum = &Summary{Output: cfg.Output, ResumedRows: resumed}
+	opts := append([]predict.Option{
+		predict.WithBatchSize(cfg.BatchSize),
+		predict.WithAllocator(cfg.Allocator),
+		predict.WithPassthrough(cfg.Keep...),
+		predict.WithLogger(cfg.Logger),
+		predict.WithStats(func(s predict.Stats) { sum.Stats = s }),
+	}, cfg.Predict...)
+	p, err := predict.New(cfg.Model, opts...)
+	if err != nil {
+		return nil, err
+	}
+
+	w := &partWriter{parts: parts, mem: cfg.Allocator}
+	done := resumed
+	for rec, err := range p.All(ctx, dataset.Skip(ds, resumed)) {
+		if err != nil {
+			w.abort()
+			return nil, err
+		}
+		if err := w.write(rec); err != nil {
+			w.abort()
+			return nil, err
+		}
+		done += rec.NumRows()
+		if cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	}
+	if err := w.finish(); err != nil {
+		return nil, err
+	}
+	schema := w.schema
+	if schema == nil {
+		if schema, err = cfg.outputSchema(ds.Schema()); err != nil {
+			return nil, err
+		}
+	}
+	if err := parts.merge(cfg.Output, schema, cfg.Overwrite, cfg.Allocator); err != nil {
+		return nil, err
+	}
+	sum.Rows = done
+	sum.Batches, sum.PaddedRows = sum.Stats.Batches, sum.Stats.PaddedRows
+	sum.Parts = len(parts.m.Parts)
+	sum.Wall = time.Since(began)
+	if s := sum.Wall.Seconds(); s > 0 {
+		sum.RowsPerSecond = float64(done-resumed) / s
+	}
+	return sum, nil
+}
+
+// dataset opens the inputs, projected to the columns the job needs, with
+// the feature column as a tensor of InputSize values.
+func (c *Config) dataset() (*dataset.Dataset, error) {
+	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator)}
+	all, err := dataset.Files(c.Inputs, opts...)
+	if err != nil {
+		return nil, err
+	}
+	schema := all.Schema()
+	columns := slices.Clone(c.Keep)
+	var gathered []string
+	if len(c.Gather) > 0 {
+		for _, f := range schema.Fields() {
+			for _, pat := range c.Gather {
+				if ok, err := path.Match(pat, f.Name); err != nil {
+					return nil, fmt.Errorf("%w: pattern %q: %v", ErrFeatures, pat, err)
+				} else if ok && !slices.Contains(gathered, f.Name) {
+					gathered = append(gathered, f.Name)
+				}
+			}
+		}
+		if len(gathered) == 0 {
+			return nil, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))
+		}
+		if len(gathered) != c.InputSize {
+			return nil, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
+		}
+		columns = append(columns, gathered...)
+	} else {
+		if len(schema.FieldIndices(c.FeatureColumn)) == 0 {
+			return nil, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, names(schema))
+		}
+		columns = append(columns, c.FeatureColumn)
+	}
+	for _, k := range c.Keep {
+		if len(schema.FieldIndices(k)) == 0 {
+			return nil, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
+		}
+	}
+	ds, err := dataset.Files(c.Inputs, append(opts, dataset.WithColumns(compact(columns)...))...)
+	if err != nil {
+		return nil, err
+	}
+	if len(gathered) > 0 {
+		if ds, err = dataset.Gather(ds, c.Allocator, c.FeatureColumn, gathered...); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrFeatures, err)
+		}
+	}
+	ds, err = dataset.AsTensor(ds, c.FeatureColumn, c.InputSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFeatures, err)
+	}
+	return ds, nil
+}
+
+func compact(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func names(s *arrow.Schema) string {
+	n := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		n[i] = f.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+// outputSchema is the schema of an empty job's output: the kept columns
+// and the model's outputs, which a model states through OutputSchema.
+func (c *Config) outputSchema(in *arrow.Schema) (*arrow.Schema, error) {
+	m, ok := c.Model.(interface{ OutputSchema() *arrow.Schema })
+	if !ok {
+		return nil, errors.New("job: the input has no rows and the model does not state its output schema")
+	}
+	var fields []arrow.Field
+	for _, k := range c.Keep {
+		fields = append(fields, in.Field(in.FieldIndices(k)[0]))
+	}
+	return arrow.NewSchema(append(fields, m.OutputSchema().Fields()...), nil), nil
+}
+
+// fingerprint identifies the job's inputs, model and settings.
+func (c *Config) fingerprint() (string, error) {
+	files, err := dataset.Expand(c.Inputs)
+	if err != nil {
+		return "", err
+	}
+	type input struct {
+		Path    string
+		Size    int64
+		ModTime time.Time
+	}
+	desc := struct {
+		Inputs                 []input
+		Model                  string
+		InputSize              int
+		Feature                string
+		Gather, Keep           []string
+		Batch, PartRows, Shard string
+	}{Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
+		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return "", fmt.Errorf("job: %w", err)
+		}
+		abs, _ := filepath.Abs(f)
+		desc.Inputs = append(desc.Inputs, input{abs, st.Size(), st.ModTime().UTC()})
+	}
+	b, err := json.Marshal(desc)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// removeStrayTemps removes the temporary output files a killed merge left.
+func removeStrayTemps(output string) {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
