@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+// binary is the drainpipe command, built once for the tests that run it
+// as a subprocess.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "drainpipe-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "drainpipe")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building drainpipe: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture writes rows of UniformTensors(width) to two Parquet files and an
+// MLP to model.dpmlp, returning the folder.
+func fixture(t *testing.T, rows, width int, sizes ...int) string {
+	t.Helper()
+	dir := t.TempDir()
+	mem := memory.NewGoAllocator()
+	all := dataset.UniformTensors(mem, rows, width, 1000, 1)
+	half := int64(rows / 2)
+	for i, part := range []*dataset.Dataset{all, dataset.Skip(all, half)} {
+		w, err := sink.Create(filepath.Join(dir, fmt.Sprintf("in-%d.parquet", i)), all.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := int64(rows) - half // rows of the second file
+		if i == 0 {
+			left = half
+		}
+		for rec, err := range part.Records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left == 0 {
+				break
+			}
+			slice := rec.NewSlice(0, min(rec.NumRows(), left))
+			err := w.Write(slice)
+			left -= slice.NumRows()
+			slice.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := cpu.NewMLP(append([]int{width}, sizes...), cpu.ReLU, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveFile(filepath.Join(dir, "model.dpmlp")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func drainpipe(args ...string) (stdout, stderr string, err error) {
+	var o, e bytes.Buffer
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+func predictArgs(dir, output string, extra ...string) []string {
+	return append([]string{"predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", filepath.Join(dir, "in-*.parquet"),
+		"--output", output, "--keep", "id", "--batch-size", "128", "--part-rows", "2048", "--quiet"}, extra...)
+}
+
+// A job killed with SIGKILL at random moments and resumed each time ends
+// with the same bytes as a job never interrupted.
+func TestKilledJobResumesExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the CLI many times")
+	}
+	dir := fixture(t, 60_000, 16, 128, 128, 10)
+	ref := filepath.Join(dir, "ref.parquet")
+	if _, stderr, err := drainpipe(predictArgs(dir, ref)...); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, stderr)
+	}
+	want, _ := os.ReadFile(ref)
+
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("kill schedule seed %d", seed)
+	out := filepath.Join(dir, "out.parquet")
+	kills := 0
+	for attempt := 0; attempt < 30 && kills < 5; attempt++ {
+		cmd := exec.Command(binary, predictArgs(dir, out, "--resume")...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("run %d failed: %v\n%s", attempt, err, stderr.String())
+			}
+			attempt = 30 // it finished before the kill
+		case <-time.After(time.Duration(20+rng.IntN(600)) * time.Millisecond):
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+			kills++
+		}
+		if got, err := os.ReadFile(out); err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("after %d kills an output exists that is not the complete one", kills)
+		}
+	}
+	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
+		if _, stderr, err := drainpipe(predictArgs(dir, out, "--resume")...); err != nil {
+			t.Fatalf("final resume: %v\n%s", err, stderr)
+		}
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after %d kills the output differs from the uninterrupted run's", kills)
+	}
+	if kills == 0 {
+		t.Log("no kill landed before the job finished")
+	}
+	t.Logf("%d kills", kills)
+}
+
+func TestBadInputOneLineErrors(t *testing.T) {
+	dir := fixture(t, 300, 8, 4)
+	model := filepath.Join(dir, "model.dpmlp")
+	os.WriteFile(filepath.Join(dir, "corrupt.dpmlp"), []byte("DPMLP\x00\x00\x01 damaged"), 0o644)
+	os.WriteFile(filepath.Join(dir, "trunc.parquet"), []byte("PAR1xxxx"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "nulls.csv"), []byte("id,f0\n1,0.5\n2,\n"), 0o644)
+	notDir := filepath.Join(dir, "plainfile")
+	os.WriteFile(notDir, nil, 0o644)
+	wide, _ := cpu.NewMLP([]int{9, 2}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
+	wide.SaveFile(filepath.Join(dir, "wide.dpmlp"))
+	in := filepath.Join(dir, "in-*.parquet")
+	out := filepath.Join(dir, "out.parquet")
+	cases := []struct {
+		name string
+		args []string
+		say  string
+	}{
+		{"missing file", []string{"--model", model, "--input", filepath.Join(dir, "none.parquet"), "--output", out}, "no such file"},
+		{"empty glob", []string{"--model", model, "--input", filepath.Join(dir, "*.none"), "--output", out}, "matches nothing"},
+		{"truncated parquet", []string{"--model", model, "--input", filepath.Join(dir, "trunc.parquet"), "--output", out}, "trunc.parquet"},
+		{"csv column count", []string{"--model", model, "--input", filepath.Join(dir, "bad.csv"), "--output", out, "--features", "f*"}, "bad.csv"},
+		{"feature nulls", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, "match 1 columns, the model takes 9"},
+		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `no column "pixels"`},
+		{"feature wrong type", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "id"}, "id"},
+		{"keep missing", []string{"--model", model, "--input", in, "--output", out, "--keep", "key"}, `keep column "key"`},
+		{"model missing", []string{"--model", filepath.Join(dir, "none.dpmlp"), "--input", in, "--output", out}, "no such file"},
+		{"model corrupt", []string{"--model", filepath.Join(dir, "corrupt.dpmlp"), "--input", in, "--output", out}, "bad model file"},
+		{"model width", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", in, "--output", out}, "8 values per row, want 9"},
+		{"shard malformed", []string{"--model", model, "--input", in, "--output", out, "--shard", "1-2"}, "bad shard"},
+		{"shard index", []string{"--model", model, "--input", in, "--output", out, "--shard", "2/2"}, "bad shard"},
+		{"output not writable", []string{"--model", model, "--input", in, "--output", filepath.Join(notDir, "o.parquet")}, "not a directory"},
+		{"no model flag", []string{"--input", in, "--output", out}, "--model is required"},
+	}
+	for _, c := range cases {
+		_, stderr, err := drainpipe(append([]string{"predict"}, c.args...)...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Errorf("%s: exit %v, want non-zero", c.name, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		last := lines[len(lines)-1]
+		if !strings.HasPrefix(last, "drainpipe: ") || !strings.Contains(last, c.say) {
+			t.Errorf("%s: stderr %q, want a one-line error saying %q", c.name, stderr, c.say)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%s: an output was written", c.name)
+		}
+		if _, err := os.Stat(out + ".parts"); err == nil {
+			t.Fatalf("%s: parts were left", c.name)
+		}
+	}
+}
+
+func TestPredictInspectOverwriteAndStats(t *testing.T) {
+	dir := fixture(t, 1000, 8, 4)
+	out := filepath.Join(dir, "out.parquet")
+	stats := filepath.Join(dir, "stats.json")
+	stdout, stderr, err := drainpipe(predictArgs(dir, out, "--stats-json", stats, "--shard", "0/1")...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=1000 batches=8 padded=24") {
+		t.Fatalf("summary %q", stdout)
+	}
+	if b, err := os.ReadFile(stats); err != nil || !strings.Contains(string(b), `"rows": 1000`) {
+		t.Fatalf("stats %s, %v", b, err)
+	}
+	if _, stderr, err = drainpipe(predictArgs(dir, out)...); err == nil || !strings.Contains(stderr, "output exists") {
+		t.Fatalf("second run without --overwrite: %v %q", err, stderr)
+	}
+	if _, stderr, err = drainpipe(predictArgs(dir, out, "--overwrite")...); err != nil {
+		t.Fatalf("--overwrite: %v %s", err, stderr)
+	}
+	stdout, _, err = drainpipe("inspect", out)
+	if err != nil || !strings.Contains(stdout, "rows: 1000") || !strings.Contains(stdout, "probabilities") || !strings.Contains(stdout, "row group 0") {
+		t.Fatalf("inspect: %v\n%s", err, stdout)
+	}
+	for _, cmd := range [][]string{{"predict", "--help"}, {"inspect", "--help"}, {"demo", "--help"}, {"--help"}} {
+		stdout, stderr, err := drainpipe(cmd...)
+		if err != nil || !strings.Contains(stdout+stderr, "usage") {
+			t.Errorf("%v: %v %q", cmd, err, stdout+stderr)
+		}
+	}
+	// Sharded runs together cover every row once.
+	var rows int
+	for i := range 3 {
+		o := filepath.Join(dir, fmt.Sprintf("shard-%d.parquet", i))
+		stdout, stderr, err := drainpipe(predictArgs(dir, o, "--shard", fmt.Sprintf("%d/3", i))...)
+		if err != nil {
+			t.Fatalf("shard %d: %v %s", i, err, stderr)
+		}
+		var n int
+		fmt.Sscanf(stdout[strings.Index(stdout, "rows=")+5:], "%d", &n)
+		rows += n
+	}
+	if rows != 1000 {
+		t.Fatalf("shards wrote %d rows, want 1000", rows)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	stdout, stderr, err := drainpipe("demo", "--rows", "5000")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=5000 batches=20 padded=120") || !strings.Contains(stdout, "first predictions") {
+		t.Fatalf("demo output:\n%s", stdout)
+	}
+}
