@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // Activation is the function applied after a layer's affine map.
@@ -57,8 +56,8 @@ type MLP struct {
 	Layers []Layer
 	// Feature names the input column; "" means DefaultFeature.
 	Feature string
-	// BLAS computes the matrix products; nil means gonum's pure-Go
-	// implementation.
+	// BLAS computes the matrix products; nil means the build's default:
+	// gonum's pure-Go BLAS, or OpenBLAS when built with the openblas tag.
 	BLAS blas.Float32
 	// Serial keeps every matrix product on the session's goroutine instead
 	// of letting the BLAS fan out over all cores. Sessions that run as one
@@ -117,9 +116,12 @@ func (m *MLP) feature() string {
 	return m.Feature
 }
 
+// DefaultBLAS returns the BLAS the build uses by default (see BLASName).
+func DefaultBLAS() blas.Float32 { return defaultBLAS() }
+
 func (m *MLP) blas() blas.Float32 {
 	if m.BLAS == nil {
-		return gonum.Implementation{}
+		return defaultBLAS()
 	}
 	return m.BLAS
 }

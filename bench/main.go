@@ -1,0 +1,329 @@
+// Command bench compares drainpipe with what its users would run instead,
+// side by side in one run, on fixed workloads: 1,000,003 rows (the tail
+// batch is short) of 64 float32 features and an int64 id, batch 256.
+//
+// Workloads: "pipeline", a trivial model (the sum of the features per row)
+// that shows what the pipeline itself costs, and "mlp", an MLP
+// 64-256-256-10 (ReLU, softmax). Sources: records in memory, and a Parquet
+// file (decoding included).
+//
+// Runners: drainpipe end to end; the same model called directly on
+// pre-made padded batches (the limit, which every ratio is taken to); a
+// plain Go loop without drainpipe; PyTorch's DataLoader and torch.nn with the
+// same weights, batch size and threads (bench/torch_peer.py), when Debian's
+// python3-torch is importable.
+//
+//	go run ./bench                 # the table
+//	go run ./bench --json          # one JSON object per line
+//	go run ./bench --rows 10000    # a quick run
+//	go run -tags openblas ./bench  # the CPU device on OpenBLAS
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+const width = 64
+
+// mlpFlopsPerRow counts the multiply-adds of MLP 64-256-256-10, twice.
+const mlpFlopsPerRow = 2 * (64*256 + 256*256 + 256*10)
+
+type result struct {
+	Workload string  `json:"workload"`
+	Source   string  `json:"source"`
+	Runner   string  `json:"runner"`
+	Rows     int     `json:"rows"`
+	Seconds  float64 `json:"seconds"`
+	RowsPerS float64 `json:"rows_per_s"`
+	Ratio    float64 `json:"ratio_to_model_only,omitempty"`
+	GFLOPs   float64 `json:"gflop_per_s,omitempty"`
+	Note     string  `json:"note,omitempty"`
+}
+
+type config struct {
+	rows, batch int
+	workloads   []string
+	sources     []string
+	python      string
+	dir         string
+	mem         memory.Allocator
+}
+
+func main() {
+	rows := flag.Int("rows", 1_000_003, "rows per workload")
+	batch := flag.Int("batch", 256, "batch size")
+	asJSON := flag.Bool("json", false, "print one JSON object per line instead of a table")
+	workloads := flag.String("workloads", "pipeline,mlp", "workloads to run")
+	sources := flag.String("sources", "memory,parquet", "input sources")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
+	flag.Parse()
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	dir, err := os.MkdirTemp("", "drainpipe-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	c := &config{rows: *rows, batch: *batch, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
+		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
+
+	var out []result
+	emit := func(r result) {
+		out = append(out, r)
+		if *asJSON {
+			b, _ := json.Marshal(r)
+			fmt.Println(string(b))
+		}
+	}
+	peak := sgemmPeak()
+	emit(result{Workload: "sgemm", Runner: cpu.BLASName, Note: "1024×1024×1024 float32 GEMM", GFLOPs: peak})
+	for _, w := range c.workloads {
+		for _, src := range c.sources {
+			c.run(w, src, emit)
+		}
+	}
+	if !*asJSON {
+		printTable(os.Stdout, out, peak)
+	}
+}
+
+func findPython(flagValue string) string {
+	candidates := []string{"/usr/bin/python3", "python3"}
+	if flagValue != "" {
+		candidates = []string{flagValue}
+	}
+	for _, py := range candidates {
+		if py == "none" {
+			return ""
+		}
+		if exec.Command(py, "-c", "import torch, numpy").Run() == nil {
+			return py
+		}
+	}
+	return ""
+}
+
+// run measures every runner on one workload and source.
+func (c *config) run(workload, source string, emit func(result)) {
+	model := c.model(workload)
+	recs := c.records()
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
+	if source == "parquet" {
+		path := filepath.Join(c.dir, "input.parquet")
+		if _, err := os.Stat(path); err != nil {
+			writeParquet(path, ds, c.mem)
+		}
+		var err error
+		ds, err = dataset.Files([]string{path}, dataset.WithAllocator(c.mem))
+		check(err)
+	}
+	limit := best(func() float64 { return c.modelOnly(model, recs) })
+	add := func(runner string, seconds float64, note string) {
+		r := result{Workload: workload, Source: source, Runner: runner, Rows: c.rows, Seconds: seconds, Note: note}
+		if seconds > 0 {
+			r.RowsPerS = float64(c.rows) / seconds
+			r.Ratio = limit / seconds
+			if workload == "mlp" {
+				r.GFLOPs = r.RowsPerS * mlpFlopsPerRow / 1e9
+			}
+		}
+		emit(r)
+	}
+	add("drainpipe", best(func() float64 { return c.drainpipe(model, ds) }), "")
+	add("model-only", limit, "pre-made padded batches, in memory")
+	add("hand-loop", best(func() float64 { return c.handLoop(workload, model, source, recs) }), "")
+	if source != "memory" {
+		add("pytorch", 0, "skipped: the peer reads from memory only (Debian has no pyarrow)")
+	} else if c.python == "" {
+		add("pytorch", 0, "skipped: python3-torch is not importable")
+	} else {
+		secs, note := c.torch(workload, model)
+		add("pytorch", secs, note)
+	}
+}
+
+// best runs a timed runner more than once while that stays short (at most
+// five times, for about two seconds) and returns its fastest time: short
+// runs are at the mercy of a shared machine.
+func best(run func() float64) float64 {
+	fastest, total := run(), 0.0
+	total += fastest
+	for i := 1; i < 5 && total < 2; i++ {
+		t := run()
+		total += t
+		fastest = min(fastest, t)
+	}
+	return fastest
+}
+
+func (c *config) model(workload string) predict.Model {
+	if workload == "pipeline" {
+		return rowSum{}
+	}
+	m, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
+	check(err)
+	return m
+}
+
+// records materialises the rows in records of 4096 rows.
+func (c *config) records() []arrow.Record {
+	var recs []arrow.Record
+	for rec, err := range dataset.UniformTensors(c.mem, c.rows, width, 4096, 1).Records() {
+		check(err)
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
+	w, err := sink.Create(path, ds.Schema(), sink.WithAllocator(mem))
+	check(err)
+	for rec, err := range ds.Records() {
+		check(err)
+		check(w.Write(rec))
+	}
+	check(w.Commit())
+}
+
+func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithAllocator(c.mem), predict.WithPassthrough("id"))
+	check(err)
+	start := time.Now()
+	n := 0
+	for rec, err := range p.All(context.Background(), ds) {
+		check(err)
+		n += int(rec.NumRows())
+	}
+	if n != c.rows {
+		log.Fatalf("drainpipe predicted %d rows of %d", n, c.rows)
+	}
+	return time.Since(start).Seconds()
+}
+
+// modelOnly times the session on batches padded beforehand.
+func (c *config) modelOnly(model predict.Model, recs []arrow.Record) float64 {
+	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
+	padder, err := pad.New(c.mem, ds.Schema(), c.batch)
+	check(err)
+	defer padder.Release()
+	var batches []predict.Batch
+	for rec, err := range ds.Batches(c.mem, c.batch) {
+		check(err)
+		padded, padding, err := padder.Pad(rec)
+		check(err)
+		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Record.Release()
+		}
+	}()
+	ctx := context.Background()
+	start := time.Now()
+	sess, err := model.Start(ctx, predict.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Schema: padder.Schema(), Allocator: c.mem})
+	check(err)
+	for _, b := range batches {
+		out, err := sess.Predict(ctx, b)
+		check(err)
+		out.Release()
+	}
+	check(sess.Shutdown(ctx))
+	return time.Since(start).Seconds()
+}
+
+func (c *config) torch(workload string, model predict.Model) (float64, string) {
+	args := []string{"bench/torch_peer.py", workload, fmt.Sprint(c.rows), fmt.Sprint(c.batch), fmt.Sprint(runtime.GOMAXPROCS(0))}
+	if m, ok := model.(*cpu.MLP); ok {
+		path := filepath.Join(c.dir, "mlp.dpmlp")
+		check(m.SaveFile(path))
+		args = append(args, path)
+	}
+	out, err := exec.Command(c.python, args...).Output()
+	if err != nil {
+		return 0, fmt.Sprintf("failed: %v", err)
+	}
+	var r struct {
+		Rows    int     `json:"rows"`
+		Seconds float64 `json:"seconds"`
+		Torch   string  `json:"torch"`
+		Numpy   string  `json:"numpy"`
+		Threads int     `json:"threads"`
+	}
+	check(json.Unmarshal(out, &r))
+	return r.Seconds, fmt.Sprintf("torch %s, numpy %s, %d threads, DataLoader batch %d", r.Torch, r.Numpy, r.Threads, c.batch)
+}
+
+// sgemmPeak measures the default BLAS on a large square product.
+func sgemmPeak() float64 {
+	const n = 1024
+	a, b, out := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)*0.1, float32(i%5)*0.1
+	}
+	impl := cpu.DefaultBLAS()
+	impl.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, b, n, 0, out, n) // warm up
+	best := 0.0
+	for range 5 {
+		start := time.Now()
+		impl.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a, n, b, n, 0, out, n)
+		best = max(best, 2*n*n*n/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}
+
+func printTable(w io.Writer, results []result, peak float64) {
+	fmt.Fprintf(w, "BLAS: %s; sgemm peak %.1f GFLOP/s; GOMAXPROCS %d\n\n", cpu.BLASName, peak, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "%-9s %-8s %-11s %12s %10s %9s  %s\n", "workload", "source", "runner", "rows/s", "vs model", "GFLOP/s", "note")
+	for _, r := range results {
+		if r.Workload == "sgemm" {
+			continue
+		}
+		rate, ratio, gf := "-", "-", ""
+		if r.Seconds > 0 {
+			rate, ratio = fmt.Sprintf("%.0f", r.RowsPerS), fmt.Sprintf("%.3f×", r.Ratio)
+		}
+		if r.GFLOPs > 0 {
+			gf = fmt.Sprintf("%.1f", r.GFLOPs)
+		}
+		fmt.Fprintf(w, "%-9s %-8s %-11s %12s %10s %9s  %s\n", r.Workload, r.Source, r.Runner, rate, ratio, gf, r.Note)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,15 @@
+//go:build !openblas
+
+package cpu
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// defaultBLAS is gonum's pure-Go BLAS. Build with the openblas tag to use
+// OpenBLAS instead.
+func defaultBLAS() blas.Float32 { return gonum.Implementation{} }
+
+// BLASName names the BLAS the default build uses.
+const BLASName = "gonum (pure Go)"
