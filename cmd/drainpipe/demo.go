@@ -83,7 +83,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "running: drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id\n",
 		modelPath, filepath.Join(dir, "data-*.parquet"), output)
 
-	m, err := loadModel(modelPath)
+	m, err := loadModel(modelPath, "")
 	if err != nil {
 		return err
 	}

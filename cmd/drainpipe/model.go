@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/predict"
@@ -19,8 +21,12 @@ type loadedModel struct {
 	id        string // content digest
 }
 
-// loadModel opens a model file: a drainpipe MLP (.dpmlp).
-func loadModel(path string) (*loadedModel, error) {
+// loadModel opens a model file: an ONNX model (.onnx), whose input reads
+// column (default: the input's name), or a drainpipe MLP (any other name).
+func loadModel(path, column string) (*loadedModel, error) {
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		return loadONNX(path, column)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)

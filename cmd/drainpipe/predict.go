@@ -20,7 +20,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var inputs, keep, features listFlag
-	modelPath := fs.String("model", "", "model file (.dpmlp)")
+	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
 	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
 	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows)")
 	batch := fs.Int("batch-size", 256, "rows per device batch (the global batch size)")
@@ -58,7 +58,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	m, err := loadModel(*modelPath)
+	m, err := loadModel(*modelPath, *featureCol)
 	if err != nil {
 		return err
 	}

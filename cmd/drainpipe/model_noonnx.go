@@ -1,0 +1,9 @@
+//go:build !onnx
+
+package main
+
+import "errors"
+
+func loadONNX(path, column string) (*loadedModel, error) {
+	return nil, errors.New("model " + path + ": this drainpipe was built without ONNX support; build it with -tags onnx")
+}

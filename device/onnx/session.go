@@ -1,0 +1,423 @@
+//go:build onnx
+
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+// element is a tensor element type the device supports.
+type element interface {
+	float32 | float64 | int64 | int32
+}
+
+// elemType maps an ONNX element type to Arrow's.
+func elemType(t ort.TensorElementDataType) (arrow.DataType, error) {
+	switch t {
+	case ort.TensorElementDataTypeFloat:
+		return arrow.PrimitiveTypes.Float32, nil
+	case ort.TensorElementDataTypeDouble:
+		return arrow.PrimitiveTypes.Float64, nil
+	case ort.TensorElementDataTypeInt64:
+		return arrow.PrimitiveTypes.Int64, nil
+	case ort.TensorElementDataTypeInt32:
+		return arrow.PrimitiveTypes.Int32, nil
+	}
+	return nil, fmt.Errorf("element type %v is not supported (float, double, int64, int32 are)", t)
+}
+
+// rowWidth returns the values per row of a [batch, …] shape.
+func rowWidth(dims ort.Shape) (int, error) {
+	w := 1
+	for _, d := range dims[1:] {
+		if d <= 0 {
+			return 0, fmt.Errorf("shape %v: only the batch dimension may be dynamic", dims)
+		}
+		w *= int(d)
+	}
+	return w, nil
+}
+
+// columnType is the Arrow type of a tensor of shape dims: a scalar for
+// [batch], a fixed_size_list of the row's values otherwise.
+func columnType(elem arrow.DataType, dims ort.Shape, width int) arrow.DataType {
+	if len(dims) == 1 {
+		return elem
+	}
+	return arrow.FixedSizeListOfNonNullable(int32(width), elem)
+}
+
+// session is one device session: an ONNX Runtime session for each allowed
+// batch size, with its tensors bound.
+type session struct {
+	m      *Model
+	mem    memory.Allocator
+	shapes map[int]*shape
+	schema *arrow.Schema
+	down   bool
+}
+
+type shape struct {
+	rows int
+	run  *ort.AdvancedSession
+	ins  []input
+	outs []output
+}
+
+type input interface {
+	value() ort.Value
+	fill(col arrow.Array, live int) error
+}
+
+type output interface {
+	value() ort.Value
+	column(mem memory.Allocator) arrow.Array
+}
+
+func newSession(m *Model, cfg predict.SessionConfig) (s *session, err error) {
+	s = &session{m: m, mem: cfg.Allocator, shapes: map[int]*shape{}, schema: m.OutputSchema()}
+	if s.mem == nil {
+		s.mem = memory.DefaultAllocator
+	}
+	if err := m.check(cfg.Schema, cfg.BatchSize); err != nil {
+		return nil, err
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: session options: %w", err)
+	}
+	defer opts.Destroy()
+	if m.threads > 0 {
+		if err := opts.SetIntraOpNumThreads(m.threads); err != nil {
+			return nil, fmt.Errorf("onnx: intra-op threads: %w", err)
+		}
+	}
+	defer func() {
+		if err != nil {
+			s.destroy()
+		}
+	}()
+	sizes := cfg.BatchSizes
+	if len(sizes) == 0 {
+		sizes = []int{cfg.BatchSize}
+	}
+	for _, rows := range sizes {
+		sh, err := m.bind(rows, cfg.Schema, opts)
+		if err != nil {
+			return nil, err
+		}
+		s.shapes[rows] = sh
+	}
+	return s, nil
+}
+
+// check compares the model's declared inputs with the batch schema.
+func (m *Model) check(schema *arrow.Schema, batch int) error {
+	for _, io := range append(append([]ort.InputOutputInfo{}, m.inputs...), m.outputs...) {
+		if d := io.Dimensions[0]; d > 0 && int(d) != batch {
+			return fmt.Errorf("%w: %q has a fixed batch dimension of %d, the session's batch size is %d", ErrMismatch, io.Name, d, batch)
+		}
+	}
+	for _, io := range m.inputs {
+		name := m.column(io.Name)
+		idx := schema.FieldIndices(name)
+		if len(idx) != 1 {
+			return fmt.Errorf("%w: input %q: no column %q in the batch", ErrMismatch, io.Name, name)
+		}
+		want, _ := elemType(io.DataType)
+		width, err := rowWidth(io.Dimensions)
+		if err != nil {
+			return fmt.Errorf("%w: input %q: %v", ErrMismatch, io.Name, err)
+		}
+		if err := fits(schema.Field(idx[0]).Type, want, width); err != nil {
+			return fmt.Errorf("%w: input %q, column %q: %v", ErrMismatch, io.Name, name, err)
+		}
+	}
+	return nil
+}
+
+// fits reports whether a column of type dt can feed rows of width values
+// of element type want.
+func fits(dt, want arrow.DataType, width int) error {
+	got, w := dt, 1
+	switch t := dt.(type) {
+	case *arrow.FixedSizeListType:
+		got, w = t.Elem(), int(t.Len())
+	case *arrow.ListType:
+		got, w = t.Elem(), width // row lengths are checked per batch
+	case *arrow.LargeListType:
+		got, w = t.Elem(), width
+	}
+	if !arrow.TypeEqual(got, want) {
+		return fmt.Errorf("element type %s, the model wants %s", got, want)
+	}
+	if w != width {
+		return fmt.Errorf("%d values per row, the model wants %d", w, width)
+	}
+	return nil
+}
+
+// bind creates the tensors and the session for batches of rows rows.
+func (m *Model) bind(rows int, schema *arrow.Schema, opts *ort.SessionOptions) (*shape, error) {
+	sh := &shape{rows: rows}
+	var inVals, outVals []ort.Value
+	for _, io := range m.inputs {
+		in, err := newInput(io, rows)
+		if err != nil {
+			sh.destroy()
+			return nil, err
+		}
+		sh.ins = append(sh.ins, in)
+		inVals = append(inVals, in.value())
+	}
+	for _, io := range m.outputs {
+		out, err := newOutput(io, rows)
+		if err != nil {
+			sh.destroy()
+			return nil, err
+		}
+		sh.outs = append(sh.outs, out)
+		outVals = append(outVals, out.value())
+	}
+	run, err := ort.NewAdvancedSession(m.path, m.Inputs(), m.Outputs(), inVals, outVals, opts)
+	if err != nil {
+		sh.destroy()
+		return nil, fmt.Errorf("%w: %s: %v", ErrModel, m.path, err)
+	}
+	sh.run = run
+	return sh, nil
+}
+
+func (sh *shape) destroy() error {
+	var errs []error
+	if sh.run != nil {
+		errs = append(errs, sh.run.Destroy())
+	}
+	for _, in := range sh.ins {
+		errs = append(errs, in.value().Destroy())
+	}
+	for _, out := range sh.outs {
+		errs = append(errs, out.value().Destroy())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *session) destroy() error {
+	var errs []error
+	for _, sh := range s.shapes {
+		errs = append(errs, sh.destroy())
+	}
+	s.shapes = nil
+	return errors.Join(errs...)
+}
+
+func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+	rows := int(b.Record.NumRows())
+	sh, ok := s.shapes[rows]
+	if !ok {
+		return nil, fmt.Errorf("onnx: batch of %d rows, the session was bound for %v", rows, keys(s.shapes))
+	}
+	schema := b.Record.Schema()
+	for i, io := range s.m.inputs {
+		name := s.m.column(io.Name)
+		if err := sh.ins[i].fill(b.Record.Column(schema.FieldIndices(name)[0]), b.Rows()); err != nil {
+			return nil, fmt.Errorf("onnx: input %q, column %q: %w", io.Name, name, err)
+		}
+	}
+	if err := sh.run.Run(); err != nil {
+		return nil, fmt.Errorf("onnx: run: %w", err)
+	}
+	cols := make([]arrow.Array, len(sh.outs))
+	for i, out := range sh.outs {
+		cols[i] = out.column(s.mem)
+		defer cols[i].Release()
+	}
+	return array.NewRecord(s.schema, cols, int64(rows)), nil
+}
+
+func keys(m map[int]*shape) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (s *session) Shutdown(context.Context) error {
+	if s.down {
+		return errors.New("onnx: shutdown twice")
+	}
+	s.down = true
+	return errors.Join(s.destroy(), releaseEnv())
+}
+
+// ---- tensors ----
+
+type tensorIn[T element] struct {
+	t     *ort.Tensor[T]
+	width int
+}
+
+func newInput(io ort.InputOutputInfo, rows int) (input, error) {
+	width, err := rowWidth(io.Dimensions)
+	if err != nil {
+		return nil, err
+	}
+	shape := append(ort.Shape{int64(rows)}, io.Dimensions[1:]...)
+	switch io.DataType {
+	case ort.TensorElementDataTypeFloat:
+		return newTensorIn[float32](shape, width)
+	case ort.TensorElementDataTypeDouble:
+		return newTensorIn[float64](shape, width)
+	case ort.TensorElementDataTypeInt64:
+		return newTensorIn[int64](shape, width)
+	default:
+		return newTensorIn[int32](shape, width)
+	}
+}
+
+func newTensorIn[T element](shape ort.Shape, width int) (input, error) {
+	t, err := ort.NewEmptyTensor[T](shape)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: input tensor %v: %w", shape, err)
+	}
+	return &tensorIn[T]{t: t, width: width}, nil
+}
+
+func (in *tensorIn[T]) value() ort.Value { return in.t }
+
+// fill copies the column into the tensor. Padding rows of a list column
+// are empty lists: they become zeros.
+func (in *tensorIn[T]) fill(col arrow.Array, live int) error {
+	dst := in.t.GetData()
+	w := in.width
+	switch c := col.(type) {
+	case *array.FixedSizeList:
+		if c.NullN() > 0 {
+			return fmt.Errorf("%w: a row is null", tensor.ErrNull)
+		}
+		vals, err := typed[T](c.ListValues())
+		if err != nil {
+			return err
+		}
+		copy(dst, vals[c.Offset()*w:(c.Offset()+c.Len())*w])
+	case array.ListLike:
+		real := array.NewSlice(col, 0, int64(live))
+		defer real.Release()
+		if x, ok := any(dst).([]float32); ok {
+			v, err := tensor.Float32(real, w)
+			if err != nil {
+				return err
+			}
+			copy(x, v)
+			clear(x[len(v):])
+			return nil
+		}
+		return fmt.Errorf("list columns feed float32 inputs only; use a fixed_size_list")
+	default:
+		if col.NullN() > 0 {
+			return fmt.Errorf("%w: a row is null", tensor.ErrNull)
+		}
+		vals, err := typed[T](col)
+		if err != nil {
+			return err
+		}
+		copy(dst, vals)
+	}
+	return nil
+}
+
+// typed returns the values of a primitive array of element type T.
+func typed[T element](arr arrow.Array) ([]T, error) {
+	if arr.NullN() > 0 {
+		return nil, fmt.Errorf("%w: a value is null", tensor.ErrNull)
+	}
+	var out any
+	switch a := arr.(type) {
+	case *array.Float32:
+		out = a.Float32Values()
+	case *array.Float64:
+		out = a.Float64Values()
+	case *array.Int64:
+		out = a.Int64Values()
+	case *array.Int32:
+		out = a.Int32Values()
+	}
+	v, ok := out.([]T)
+	if !ok {
+		var zero T
+		return nil, fmt.Errorf("values of type %s, want %T", arr.DataType(), zero)
+	}
+	return v, nil
+}
+
+type tensorOut[T element] struct {
+	t     *ort.Tensor[T]
+	typ   arrow.DataType
+	elem  arrow.DataType
+	width int
+}
+
+func newOutput(io ort.InputOutputInfo, rows int) (output, error) {
+	width, err := rowWidth(io.Dimensions)
+	if err != nil {
+		return nil, err
+	}
+	elem, _ := elemType(io.DataType)
+	shape := append(ort.Shape{int64(rows)}, io.Dimensions[1:]...)
+	typ := columnType(elem, io.Dimensions, width)
+	switch io.DataType {
+	case ort.TensorElementDataTypeFloat:
+		return newTensorOut[float32](shape, typ, elem, width)
+	case ort.TensorElementDataTypeDouble:
+		return newTensorOut[float64](shape, typ, elem, width)
+	case ort.TensorElementDataTypeInt64:
+		return newTensorOut[int64](shape, typ, elem, width)
+	default:
+		return newTensorOut[int32](shape, typ, elem, width)
+	}
+}
+
+func newTensorOut[T element](shape ort.Shape, typ, elem arrow.DataType, width int) (output, error) {
+	t, err := ort.NewEmptyTensor[T](shape)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: output tensor %v: %w", shape, err)
+	}
+	return &tensorOut[T]{t: t, typ: typ, elem: elem, width: width}, nil
+}
+
+func (out *tensorOut[T]) value() ort.Value { return out.t }
+
+// column copies the tensor into a new Arrow column: the tensor is reused
+// by the next batch.
+func (out *tensorOut[T]) column(mem memory.Allocator) arrow.Array {
+	src := out.t.GetData()
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(len(src) * size)
+	if len(src) > 0 {
+		copy(unsafe.Slice((*T)(unsafe.Pointer(&buf.Bytes()[0])), len(src)), src)
+	}
+	vals := array.NewData(out.elem, len(src), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	buf.Release()
+	defer vals.Release()
+	if out.typ == out.elem {
+		return array.MakeFromData(vals)
+	}
+	list := array.NewData(out.typ, len(src)/out.width, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
+	defer list.Release()
+	return array.MakeFromData(list)
+}
+
