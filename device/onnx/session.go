@@ -420,4 +420,3 @@ func (out *tensorOut[T]) column(mem memory.Allocator) arrow.Array {
 	defer list.Release()
 	return array.MakeFromData(list)
 }
-
