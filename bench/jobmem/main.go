@@ -96,7 +96,7 @@ func writeInput(dir string, n int) string {
 		rows := min(rowsPerFile, n-f*rowsPerFile)
 		w, err := sink.Create(filepath.Join(in, fmt.Sprintf("part-%03d.parquet", f)), dataset.TensorSchema(width))
 		check(err)
-		for rec, err := range dataset.UniformTensors(mem, rows, width, sink.ParquetRowGroupRows, uint64(f)).Records() {
+		for rec, err := range dataset.UniformTensors(mem, rows, width, 8192, uint64(f)).Records() {
 			check(err)
 			check(w.Write(rec))
 		}
