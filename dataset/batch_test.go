@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
@@ -125,12 +124,7 @@ func TestSchemaChangeNamesRecord(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	good := arrowtest.IDs(mem, 0, 2)
 	defer good.Release()
-	b := array.NewFloat64Builder(mem)
-	defer b.Release()
-	b.Append(1)
-	col := b.NewArray()
-	defer col.Release()
-	bad := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+	bad := arrowtest.FloatID(mem)
 	defer bad.Release()
 
 	var got error

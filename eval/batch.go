@@ -135,32 +135,26 @@ func (b *Batch) column(name string) (arrow.Array, error) {
 }
 
 func (b *Batch) cachedInts(key string, f func() ([]int64, error)) ([]int64, error) {
-	if v, ok := b.ints[key]; ok {
-		return v, nil
-	}
-	v, err := f()
-	if err != nil {
-		return nil, err
-	}
-	if b.ints == nil {
-		b.ints = map[string][]int64{}
-	}
-	b.ints[key] = v
-	return v, nil
+	return cached(&b.ints, key, f)
 }
 
 func (b *Batch) cachedFloats(key string, f func() ([]float64, error)) ([]float64, error) {
-	if v, ok := b.floats[key]; ok {
+	return cached(&b.floats, key, f)
+}
+
+// cached returns (*m)[key], computing and keeping it on first use.
+func cached[T any](m *map[string][]T, key string, f func() ([]T, error)) ([]T, error) {
+	if v, ok := (*m)[key]; ok {
 		return v, nil
 	}
 	v, err := f()
 	if err != nil {
 		return nil, err
 	}
-	if b.floats == nil {
-		b.floats = map[string][]float64{}
+	if *m == nil {
+		*m = map[string][]T{}
 	}
-	b.floats[key] = v
+	(*m)[key] = v
 	return v, nil
 }
 

@@ -67,16 +67,39 @@ func BenchmarkMLPEndToEnd(b *testing.B) {
 		arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
 	})
 	b.Run("iterator", func(b *testing.B) {
-		start := arrowtest.Mallocs()
-		for b.Loop() {
-			for _, err := range p.All(context.Background(), ds) {
-				if err != nil {
-					b.Fatal(err)
-				}
+		benchAll(b, p, ds)
+	})
+}
+
+// benchAll runs p over the benchmark dataset with the iterator form and
+// reports per-batch figures.
+func benchAll(b *testing.B, p *predict.Predictor, ds *dataset.Dataset) {
+	start := arrowtest.Mallocs()
+	for b.Loop() {
+		for _, err := range p.All(context.Background(), ds) {
+			if err != nil {
+				b.Fatal(err)
 			}
 		}
-		arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
-	})
+	}
+	arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
+}
+
+// premade pads every batch of ds beforehand, for model-only runs.
+func premade(b *testing.B, mem memory.Allocator, ds *dataset.Dataset, padder *pad.Padder) []predict.Batch {
+	var batches []predict.Batch
+	for rec, err := range ds.Batches(mem, padder.Size()) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		padded, padding, err := padder.Pad(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(padded.Release)
+		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
+	}
+	return batches
 }
 
 // BenchmarkMLPModelOnly calls the same model directly on pre-made padded
@@ -89,18 +112,7 @@ func BenchmarkMLPModelOnly(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer padder.Release()
-	var batches []predict.Batch
-	for rec, err := range ds.Batches(mem, benchBatch) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		padded, padding, err := padder.Pad(rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer padded.Release()
-		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
-	}
+	batches := premade(b, mem, ds, padder)
 	model := benchModel(b)
 	ctx := context.Background()
 	start := arrowtest.Mallocs()
@@ -140,15 +152,7 @@ func BenchmarkMLPReplicas(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			start := arrowtest.Mallocs()
-			for b.Loop() {
-				for _, err := range p.All(context.Background(), ds) {
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			arrowtest.ReportPerBatch(b, benchRows, (benchRows+benchBatch-1)/benchBatch, start)
+			benchAll(b, p, ds)
 		})
 	}
 }

@@ -313,12 +313,7 @@ func TestBadInput(t *testing.T) {
 
 	other := arrowtest.IDs(mem, 3, 2)
 	defer other.Release()
-	b := array.NewFloat64Builder(mem)
-	defer b.Release()
-	b.Append(1)
-	col := b.NewArray()
-	defer col.Release()
-	changed := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+	changed := arrowtest.FloatID(mem)
 	defer changed.Release()
 	m = &fakedev.Model{}
 	ds := dataset.FromRecords(arrowtest.IDSchema, f.recs[0], other, changed)

@@ -104,18 +104,7 @@ func BenchmarkPrefetch(b *testing.B) {
 	})
 
 	b.Run("device-alone", func(b *testing.B) {
-		var made []predict.Batch
-		for rec, err := range ds.Batches(mem, batch) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			padded, padding, err := padder.Pad(rec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer padded.Release()
-			made = append(made, predict.Batch{Index: len(made), Record: padded, Padding: padding})
-		}
+		made := premade(b, mem, ds, padder)
 		ctx := context.Background()
 		start := arrowtest.Mallocs()
 		for b.Loop() {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -218,12 +216,7 @@ func TestPrefetchInputError(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	good := arrowtest.Chunked(mem, []int{10, 10})
 	defer arrowtest.Release(good)
-	b := array.NewFloat64Builder(mem)
-	defer b.Release()
-	b.Append(1)
-	col := b.NewArray()
-	defer col.Release()
-	bad := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+	bad := arrowtest.FloatID(mem)
 	defer bad.Release()
 	ds := dataset.FromRecords(arrowtest.IDSchema, good[0], good[1], bad)
 	m := &fakedev.Model{}

@@ -33,6 +33,17 @@ func IDs(mem memory.Allocator, start, n int) arrow.Record {
 	return array.NewRecord(IDSchema, []arrow.Array{col}, int64(n))
 }
 
+// FloatID returns a one-row record whose "id" column is float64: a schema
+// that differs from IDSchema, for schema-change tests.
+func FloatID(mem memory.Allocator) arrow.Record {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	b.Append(1)
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+}
+
 // Chunked returns records of IDSchema with the given sizes, numbered on
 // from 0 across them. The caller releases each.
 func Chunked(mem memory.Allocator, sizes []int) []arrow.Record {
