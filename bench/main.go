@@ -17,6 +17,7 @@
 //	go run ./bench --json          # one JSON object per line
 //	go run ./bench --rows 10000    # a quick run
 //	go run -tags openblas ./bench  # the CPU device on OpenBLAS
+//	go run -tags onnx ./bench      # adds ONNX Runtime runners to the mlp workload
 package main
 
 import (
@@ -164,6 +165,25 @@ func (c *config) run(workload, source string, emit func(result)) {
 	add("drainpipe", best(func() float64 { return c.drainpipe(model, ds) }), "")
 	add("model-only", limit, "pre-made padded batches, in memory")
 	add("hand-loop", best(func() float64 { return c.handLoop(workload, model, source, recs) }), "")
+	if workload == "mlp" && source == "memory" {
+		if m, note := onnxModel(runtime.GOMAXPROCS(0)); m == nil {
+			add("onnx-drainpipe", 0, note)
+		} else {
+			// The ONNX runners have their own limit: the same session on the
+			// same pre-made batches.
+			onnxLimit := best(func() float64 { return c.modelOnly(m, recs) })
+			r := result{Workload: workload, Source: source, Runner: "onnx-model-only", Rows: c.rows, Seconds: onnxLimit,
+				RowsPerS: float64(c.rows) / onnxLimit, Ratio: limit / onnxLimit, Note: "ONNX Runtime session on pre-made batches"}
+			r.GFLOPs = r.RowsPerS * mlpFlopsPerRow / 1e9
+			emit(r)
+			secs := best(func() float64 { return c.drainpipe(m, ds) })
+			r = result{Workload: workload, Source: source, Runner: "onnx-drainpipe", Rows: c.rows, Seconds: secs,
+				RowsPerS: float64(c.rows) / secs, Ratio: limit / secs,
+				Note: fmt.Sprintf("%.3f× the ONNX session alone", onnxLimit/secs)}
+			r.GFLOPs = r.RowsPerS * mlpFlopsPerRow / 1e9
+			emit(r)
+		}
+	}
 	if source != "memory" {
 		add("pytorch", 0, "skipped: the peer reads from memory only (Debian has no pyarrow)")
 	} else if c.python == "" {
@@ -306,7 +326,7 @@ func sgemmPeak() float64 {
 
 func printTable(w io.Writer, results []result, peak float64) {
 	fmt.Fprintf(w, "BLAS: %s; sgemm peak %.1f GFLOP/s; GOMAXPROCS %d\n\n", cpu.BLASName, peak, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "%-9s %-8s %-11s %12s %10s %9s  %s\n", "workload", "source", "runner", "rows/s", "vs model", "GFLOP/s", "note")
+	fmt.Fprintf(w, "%-9s %-8s %-15s %12s %10s %9s  %s\n", "workload", "source", "runner", "rows/s", "vs model", "GFLOP/s", "note")
 	for _, r := range results {
 		if r.Workload == "sgemm" {
 			continue
@@ -318,7 +338,7 @@ func printTable(w io.Writer, results []result, peak float64) {
 		if r.GFLOPs > 0 {
 			gf = fmt.Sprintf("%.1f", r.GFLOPs)
 		}
-		fmt.Fprintf(w, "%-9s %-8s %-11s %12s %10s %9s  %s\n", r.Workload, r.Source, r.Runner, rate, ratio, gf, r.Note)
+		fmt.Fprintf(w, "%-9s %-8s %-15s %12s %10s %9s  %s\n", r.Workload, r.Source, r.Runner, rate, ratio, gf, r.Note)
 	}
 }
 

@@ -55,8 +55,12 @@ type Config struct {
 
 	BatchSize int
 	PartRows  int // rows per durable part; rounded up to a multiple of BatchSize
-	ReadRows  int // rows per file read
-	Shard     dataset.Shard
+	ReadRows  int // rows per file read (default 16384)
+	// Prefetch lets the input side run this many batches ahead of the
+	// device; -1 picks one file read's worth and two more, so decoding the
+	// next read overlaps with the device.
+	Prefetch int
+	Shard    dataset.Shard
 
 	Overwrite bool
 	Resume    bool
@@ -95,7 +99,10 @@ func (c *Config) defaults() error {
 	}
 	c.PartRows = (c.PartRows + c.BatchSize - 1) / c.BatchSize * c.BatchSize
 	if c.ReadRows <= 0 {
-		c.ReadRows = 1 << 16
+		c.ReadRows = 1 << 14
+	}
+	if c.Prefetch < 0 {
+		c.Prefetch = c.ReadRows/c.BatchSize + 2
 	}
 	if c.Shard.Count == 0 {
 		c.Shard = dataset.Shard{Index: 0, Count: 1}
@@ -160,6 +167,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		predict.WithPassthrough(cfg.Keep...),
 		predict.WithLogger(cfg.Logger),
 		predict.WithStats(func(s predict.Stats) { sum.Stats = s }),
+		predict.WithPrefetch(cfg.Prefetch),
 	}, cfg.Predict...)
 	p, err := predict.New(cfg.Model, opts...)
 	if err != nil {

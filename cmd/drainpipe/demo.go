@@ -90,7 +90,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	prog := newProgress(stderr)
 	sum, err := job.Run(ctx, job.Config{
 		Inputs: []string{filepath.Join(dir, "data-*.parquet")}, Output: output,
-		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256,
+		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,
 		Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	prog.finish()

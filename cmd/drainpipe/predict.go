@@ -29,9 +29,9 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
 	shardSpec := fs.String("shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
 	replicas := fs.Int("replicas", 1, "device sessions running side by side; the batch size must divide by it")
-	prefetch := fs.Int("prefetch", 0, "batches the input side may read ahead of the device")
+	prefetch := fs.Int("prefetch", -1, "batches the input side may read ahead of the device (-1: one file read's worth and two more)")
 	partRows := fs.Int("part-rows", 1<<18, "rows per durable part: the most a killed job redoes")
-	readRows := fs.Int("read-rows", 1<<16, "rows per file read (Parquet batch, CSV chunk)")
+	readRows := fs.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
@@ -69,14 +69,20 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if column == "" {
 		column = cpu.DefaultFeature
 	}
+	if *prefetch < 0 {
+		// Reads arrive read-rows at a time: to decode the next one while the
+		// device works, the input side must run ahead by more than a read.
+		*prefetch = *readRows/max(*batch, 1) + 2
+	}
 	cfg := job.Config{
 		Inputs: inputs, Output: *output,
 		Model: m.model, ModelID: m.id, InputSize: m.inputSize,
 		FeatureColumn: column, Gather: features, Keep: keep,
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
 		Overwrite: *overwrite, Resume: *resume,
-		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithPrefetch(*prefetch)},
-		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Prefetch: *prefetch,
+		Predict:  []predict.Option{predict.WithReplicas(*replicas)},
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	var prog *progress
 	if !*quiet {
