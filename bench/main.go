@@ -239,7 +239,7 @@ func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 }
 
 func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
-	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithAllocator(c.mem), predict.WithPassthrough("id"))
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithAllocator(c.mem))
 	check(err)
 	start := time.Now()
 	n := 0

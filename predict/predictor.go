@@ -314,6 +314,14 @@ func (s *step) run(ctx context.Context, b padded) (arrow.Record, error) {
 // assemble puts the passthrough columns and the model outputs side by side,
 // then drops the padding rows (or appends the padding column).
 func (s *step) assemble(out, padded arrow.Record, info BatchInfo) (arrow.Record, error) {
+	if len(s.keep) == 0 && !s.p.cfg.keepPadding && s.outputs != nil && out.Schema().Equal(s.outputs) {
+		// Nothing to add: the model's output is the prediction.
+		if info.Padding == 0 {
+			out.Retain()
+			return out, nil
+		}
+		return out.NewSlice(0, int64(info.Rows)), nil
+	}
 	if s.schema == nil {
 		schema, err := s.outputSchema(out.Schema(), padded.Schema())
 		if err != nil {
