@@ -195,12 +195,12 @@ func (c *config) run(workload, source string, emit func(result)) {
 }
 
 // best runs a timed runner more than once while that stays short (at most
-// five times, for about two seconds) and returns its fastest time: short
+// ten times, for about three seconds) and returns its fastest time: short
 // runs are at the mercy of a shared machine.
 func best(run func() float64) float64 {
 	fastest, total := run(), 0.0
 	total += fastest
-	for i := 1; i < 5 && total < 2; i++ {
+	for i := 1; i < 10 && total < 3; i++ {
 		t := run()
 		total += t
 		fastest = min(fastest, t)

@@ -3,6 +3,7 @@ package pad
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -95,6 +96,7 @@ type Padder struct {
 	out    *arrow.Schema
 	size   int
 	allOff *array.Boolean // size × false, shared by every full batch
+	seen   atomic.Pointer[arrow.Schema]
 }
 
 // New returns a Padder for records of schema s padded to size rows.
@@ -107,6 +109,20 @@ func New(mem memory.Allocator, s *arrow.Schema, size int) (*Padder, error) {
 		return nil, err
 	}
 	return &Padder{mem: mem, in: s, out: out, size: size, allOff: boolColumn(mem, size, size)}, nil
+}
+
+// checkSchema reports whether s is the Padder's input schema. A schema
+// found equal is remembered, so the batches of one source compare by
+// pointer.
+func (p *Padder) checkSchema(s *arrow.Schema) error {
+	if s == p.in || s == p.seen.Load() {
+		return nil
+	}
+	if !s.Equal(p.in) {
+		return fmt.Errorf("%w: expected %s, got %s", ErrSchema, p.in, s)
+	}
+	p.seen.Store(s)
+	return nil
 }
 
 // Schema returns the schema of padded records: the input's plus [Column].
@@ -139,8 +155,8 @@ func (p *Padder) PadTo(rec arrow.Record, size int) (arrow.Record, int, error) {
 	if n > size {
 		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, n, size)
 	}
-	if !rec.Schema().Equal(p.in) {
-		return nil, 0, fmt.Errorf("%w: expected %s, got %s", ErrSchema, p.in, rec.Schema())
+	if err := p.checkSchema(rec.Schema()); err != nil {
+		return nil, 0, err
 	}
 	cols := make([]arrow.Array, 0, len(rec.Columns())+1)
 	defer func() {
