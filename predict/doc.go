@@ -37,6 +37,17 @@
 // loop; leaving the loop early shuts the device down before the loop
 // statement returns.
 //
+// # Replicas, prefetch, allowed batch sizes
+//
+// [WithReplicas] runs n sessions side by side, TPUEstimator's replicas: each
+// global batch is split into n zero-copy slices of batch size / n rows, run
+// concurrently, and put back together in order; a replica whose slice is
+// all padding still runs. [WithPrefetch] reads, batches and pads in a
+// goroutine of its own, up to k batches ahead of the device.
+// [WithBatchSizes] lets the final batch be padded only to the smallest
+// allowed size that holds it (TF Serving's allowed_batch_sizes). [Stats]
+// say where a run spent its time.
+//
 // # Ownership
 //
 // A Result's Record belongs to the receiver, which must Release it. A record

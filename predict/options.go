@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -96,4 +97,52 @@ type BatchInfo struct {
 	Index   int // batch index from 0
 	Rows    int // real rows
 	Padding int // padding rows
+}
+
+func (c *config) validate() error {
+	if c.batchSizes != nil && !c.sizeSet && len(c.batchSizes) > 0 {
+		c.batchSize = c.batchSizes[len(c.batchSizes)-1]
+	}
+	switch {
+	case c.batchSize <= 0:
+		return fmt.Errorf("predict: %w: got %d", ErrBatchSize, c.batchSize)
+	case c.replicas <= 0:
+		return fmt.Errorf("%w: %d replicas, want at least 1", ErrReplicas, c.replicas)
+	case c.batchSize%c.replicas != 0:
+		return fmt.Errorf("%w: batch size %d does not divide by %d replicas", ErrReplicas, c.batchSize, c.replicas)
+	case c.prefetch < 0:
+		return fmt.Errorf("predict: prefetch %d, want 0 or more", c.prefetch)
+	}
+	if c.batchSizes == nil {
+		return nil
+	}
+	if len(c.batchSizes) == 0 {
+		return fmt.Errorf("%w: the list is empty", ErrBatchSizes)
+	}
+	for i, s := range c.batchSizes {
+		switch {
+		case s <= 0:
+			return fmt.Errorf("%w: size %d is not positive", ErrBatchSizes, s)
+		case i > 0 && s <= c.batchSizes[i-1]:
+			return fmt.Errorf("%w: %v is not strictly ascending", ErrBatchSizes, c.batchSizes)
+		case s%c.replicas != 0:
+			return fmt.Errorf("%w: size %d does not divide by %d replicas", ErrBatchSizes, s, c.replicas)
+		}
+	}
+	if last := c.batchSizes[len(c.batchSizes)-1]; last != c.batchSize {
+		return fmt.Errorf("%w: largest size %d, batch size %d", ErrBatchSizes, last, c.batchSize)
+	}
+	return nil
+}
+
+// perReplicaSizes returns the allowed per-replica batch sizes.
+func (c *config) perReplicaSizes() []int {
+	if c.batchSizes == nil {
+		return []int{c.batchSize / c.replicas}
+	}
+	out := make([]int, len(c.batchSizes))
+	for i, s := range c.batchSizes {
+		out[i] = s / c.replicas
+	}
+	return out
 }
