@@ -129,14 +129,19 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if _, err := sink.FormatOf(cfg.Output); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(cfg.Output); err == nil && !cfg.Overwrite {
-		return nil, fmt.Errorf("%w: %s", ErrOutputExists, cfg.Output)
-	}
-	ds, err := cfg.dataset()
+	fingerprint, err := cfg.fingerprint()
 	if err != nil {
 		return nil, err
 	}
-	fingerprint, err := cfg.fingerprint()
+	if _, err := os.Stat(cfg.Output); err == nil && !cfg.Overwrite {
+		// A run killed between writing the output and removing its parts
+		// has finished: resuming it only tidies up.
+		if rows, ok := finished(cfg.Output+".parts", fingerprint); ok && cfg.Resume {
+			return &Summary{Output: cfg.Output, Rows: rows, ResumedRows: rows, Wall: time.Since(began)}, nil
+		}
+		return nil, fmt.Errorf("%w: %s", ErrOutputExists, cfg.Output)
+	}
+	ds, err := cfg.dataset()
 	if err != nil {
 		return nil, err
 	}

@@ -154,6 +154,52 @@ func TestResumeAfterCancelIsIdentical(t *testing.T) {
 	}
 }
 
+// A run killed after its output was written but before its parts were
+// removed has finished: resuming it only removes the parts.
+func TestResumeAfterOutputWritten(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 500)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.parquet")
+	ctx, cancel := context.WithCancel(t.Context())
+	cfg := config(mem, input, out, m)
+	cfg.Progress = func(done, _ int64) {
+		if done >= 300 {
+			cancel()
+		}
+	}
+	job.Run(ctx, cfg)
+	cancel()
+	// Keep the manifest of the interrupted run, finish the job, and put the
+	// manifest back as if the final clean-up had not happened.
+	manifest, err := os.ReadFile(filepath.Join(out+".parts", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = config(mem, input, out, m)
+	cfg.Resume = true
+	if _, err := job.Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(out)
+	os.MkdirAll(out+".parts", 0o755)
+	os.WriteFile(filepath.Join(out+".parts", "manifest.json"), manifest, 0o644)
+	sum, err := job.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) || sum.Rows == 0 {
+		t.Fatalf("output changed, or summary %+v", sum)
+	}
+	if _, err := os.Stat(out + ".parts"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("parts left")
+	}
+	// Without the parts, an existing output is not this job's to touch.
+	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrOutputExists) {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestResumeRefusesChangedJob(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	input, m := setup(t, mem, 500)

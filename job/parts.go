@@ -75,6 +75,23 @@ func openParts(dir, fingerprint string, partRows int, resume, overwrite bool) (*
 	return p, p.save() // also proves the folder is writable
 }
 
+// finished reports whether dir holds the parts of this job whose output
+// was written, and if so removes them and returns the rows they held.
+func finished(dir, fingerprint string) (int64, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return 0, false
+	}
+	p := &parts{dir: dir}
+	if json.Unmarshal(data, &p.m) != nil || p.m.Fingerprint != fingerprint {
+		return 0, false
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return 0, false
+	}
+	return p.rows(), true
+}
+
 func (p *parts) listed(name string) bool {
 	for _, pt := range p.m.Parts {
 		if pt.File == name {
