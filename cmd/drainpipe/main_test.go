@@ -136,14 +136,26 @@ func TestKilledJobResumesExactlyOnce(t *testing.T) {
 			<-exited
 			kills++
 		}
-		if got, err := os.ReadFile(out); err == nil && !bytes.Equal(got, want) {
-			t.Fatalf("after %d kills an output exists that is not the complete one", kills)
+		if got, err := os.ReadFile(out); err == nil {
+			if !bytes.Equal(got, want) {
+				t.Fatalf("after %d kills an output exists that is not the complete one", kills)
+			}
+			if _, err := os.Stat(out + ".parts"); err == nil {
+				break // killed between writing the output and removing the parts
+			}
+			attempt = 30 // the kill came after the job had finished
 		}
 	}
-	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
+	// Finish (or, if the output is there, tidy up) with one more resume.
+	_, partsErr := os.Stat(out + ".parts")
+	_, outErr := os.Stat(out)
+	if partsErr == nil || outErr != nil {
 		if _, stderr, err := drainpipe(predictArgs(dir, out, "--resume")...); err != nil {
 			t.Fatalf("final resume: %v\n%s", err, stderr)
 		}
+	}
+	if _, err := os.Stat(out + ".parts"); err == nil {
+		t.Fatal("the parts folder is left")
 	}
 	got, err := os.ReadFile(out)
 	if err != nil {
