@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/yalue/onnxruntime_go v1.27.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/term v0.48.0
@@ -28,7 +29,6 @@ require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/pierrec/lz4/v4 v4.1.18 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/yalue/onnxruntime_go v1.27.0 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	golang.org/x/exp v0.0.0-20231006140011-7918f672742d // indirect
 	golang.org/x/mod v0.23.0 // indirect
