@@ -66,6 +66,7 @@ type result struct {
 
 type config struct {
 	rows, batch int
+	replicas    int
 	workloads   []string
 	sources     []string
 	python      string
@@ -76,6 +77,7 @@ type config struct {
 func main() {
 	rows := flag.Int("rows", 1_000_003, "rows per workload")
 	batch := flag.Int("batch", 256, "batch size")
+	replicas := flag.Int("replicas", 1, "replicas for the drainpipe runners")
 	asJSON := flag.Bool("json", false, "print one JSON object per line instead of a table")
 	workloads := flag.String("workloads", "pipeline,mlp", "workloads to run")
 	sources := flag.String("sources", "memory,parquet", "input sources")
@@ -92,7 +94,7 @@ func main() {
 	dir, err := os.MkdirTemp("", "drainpipe-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	c := &config{rows: *rows, batch: *batch, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
+	c := &config{rows: *rows, batch: *batch, replicas: *replicas, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
 		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
 
 	var out []result
@@ -239,7 +241,7 @@ func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 }
 
 func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
-	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithAllocator(c.mem))
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithAllocator(c.mem))
 	check(err)
 	start := time.Now()
 	n := 0
