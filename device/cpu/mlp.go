@@ -154,17 +154,26 @@ func (m *MLP) Validate() error {
 // forward computes the rows×Out activations of layer l for input x into y.
 // With serial set it keeps the product on the calling goroutine.
 func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y []float32) {
+	// Start every output row at the bias and let the product add to it:
+	// a copy is cheaper than a pass of additions after it.
+	bias := l.Bias
+	for r := range rows {
+		copy(y[r*l.Out:(r+1)*l.Out], bias)
+	}
 	if serial {
 		serialGemm(impl, rows, l.Out, l.In, x, l.Weights, y)
 	} else {
-		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 0, y, l.Out)
+		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 1, y, l.Out)
+	}
+	if l.Activation == ReLU {
+		y = y[:rows*l.Out]
+		for j, v := range y {
+			y[j] = max(v, 0) // branch-free: the signs are random
+		}
+		return
 	}
 	for r := range rows {
-		row := y[r*l.Out : (r+1)*l.Out]
-		for j, b := range l.Bias {
-			row[j] += b
-		}
-		activate(l.Activation, row)
+		activate(l.Activation, y[r*l.Out:(r+1)*l.Out])
 	}
 }
 
@@ -224,14 +233,14 @@ const (
 	tileCols = 3 * 64
 )
 
-// serialGemm computes y = x·w (rows×k times k×n, row-major) tile by tile,
+// serialGemm computes y += x·w (rows×k times k×n, row-major) tile by tile,
 // so that concurrent sessions (replicas) do not each fan out over every core.
 func serialGemm(impl blas.Float32, rows, n, k int, x, w, y []float32) {
 	for i := 0; i < rows; i += tileRows {
 		m := min(tileRows, rows-i)
 		for j := 0; j < n; j += tileCols {
 			c := min(tileCols, n-j)
-			impl.Sgemm(blas.NoTrans, blas.NoTrans, m, c, k, 1, x[i*k:], k, w[j:], n, 0, y[i*n+j:], n)
+			impl.Sgemm(blas.NoTrans, blas.NoTrans, m, c, k, 1, x[i*k:], k, w[j:], n, 1, y[i*n+j:], n)
 		}
 	}
 }
