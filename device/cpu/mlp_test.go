@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -102,17 +103,24 @@ func run(t *testing.T, mem memory.Allocator, m predict.Model, ds *dataset.Datase
 }
 
 func TestMLPMatchesReference(t *testing.T) {
-	for _, act := range []cpu.Activation{cpu.ReLU, cpu.Tanh, cpu.Sigmoid, cpu.Identity} {
-		t.Run(act.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		act    cpu.Activation
+		serial bool
+	}{{cpu.ReLU, false}, {cpu.ReLU, true}, {cpu.Tanh, false}, {cpu.Sigmoid, true}, {cpu.Identity, false}} {
+		act := c.act
+		t.Run(fmt.Sprintf("%s/serial=%t", act, c.serial), func(t *testing.T) {
 			mem := arrowtest.Allocator(t)
-			m := newMLP(t, act, 12, 16, 8, 5)
-			ds := dataset.UniformTensors(mem, 37, 12, 10, 1)
-			classes, probs, err := run(t, mem, m, ds, 8)
+			// Wide enough that serial products are cut into several tiles.
+			m := newMLP(t, act, 12, 200, 80, 5)
+			m.Serial = c.serial
+			// Batches of 70 rows: more than one 64-row tile; 150 rows: a short tail.
+			ds := dataset.UniformTensors(mem, 150, 12, 40, 1)
+			classes, probs, err := run(t, mem, m, ds, 70)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(classes) != 37 {
-				t.Fatalf("%d predictions, want 37", len(classes))
+			if len(classes) != 150 {
+				t.Fatalf("%d predictions, want 150", len(classes))
 			}
 			row := 0
 			for rec, err := range ds.Records() {
