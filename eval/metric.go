@@ -273,52 +273,32 @@ func ratio(a, b float64) float64 {
 
 // ---- Log loss ----
 
-// LogLossMetric is the mean negative log-probability of the true class,
-// with probabilities clipped to [Eps, 1-Eps].
-type LogLossMetric struct {
-	Column string // probabilities column
-	Eps    float64
-	sum    float64
-	n      int64
-}
+// LogLoss returns the mean negative log-probability of the true class over
+// the "probabilities" column, with probabilities clipped to [1e-15, 1-1e-15].
+func LogLoss() *MeanMetric { return LogLossOf(ProbabilityColumn, 1e-15) }
 
-// LogLoss returns a log-loss metric over the "probabilities" column.
-func LogLoss() *LogLossMetric { return &LogLossMetric{Column: ProbabilityColumn, Eps: 1e-15} }
-
-func (m *LogLossMetric) Name() string { return "log_loss" }
-
-func (m *LogLossMetric) Update(b *Batch) error {
-	labels, err := b.LabelClasses()
-	if err != nil {
-		return err
-	}
-	probs, k, err := b.Probabilities(m.Column)
-	if err != nil {
-		return err
-	}
-	for i, l := range labels {
-		if l < 0 || int(l) >= k {
-			return fmt.Errorf("%w: row %d: label %d, the model gives %d class probabilities", ErrClasses, i, l, k)
+// LogLossOf is LogLoss over the named probabilities column, clipped to
+// [eps, 1-eps].
+func LogLossOf(column string, eps float64) *MeanMetric {
+	return Mean("log_loss", func(b *Batch) ([]float64, error) {
+		labels, err := b.LabelClasses()
+		if err != nil {
+			return nil, err
 		}
-		p := min(max(float64(probs[i*k+int(l)]), m.Eps), 1-m.Eps)
-		m.sum -= math.Log(p)
-	}
-	m.n += int64(len(labels))
-	return nil
+		probs, k, err := b.Probabilities(column)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, len(labels))
+		for i, l := range labels {
+			if l < 0 || int(l) >= k {
+				return nil, fmt.Errorf("%w: row %d: label %d, the model gives %d class probabilities", ErrClasses, i, l, k)
+			}
+			out[i] = -math.Log(min(max(float64(probs[i*k+int(l)]), eps), 1-eps))
+		}
+		return out, nil
+	})
 }
-
-func (m *LogLossMetric) Merge(other Metric) error {
-	o, ok := other.(*LogLossMetric)
-	if !ok {
-		return mergeError(m, other)
-	}
-	m.sum += o.sum
-	m.n += o.n
-	return nil
-}
-
-func (m *LogLossMetric) Value() float64 { return ratio(m.sum, float64(m.n)) }
-func (m *LogLossMetric) Reset()         { m.sum, m.n = 0, 0 }
 
 // ---- Regression errors and means ----
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -14,6 +13,8 @@ import (
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
 )
 
 var (
@@ -34,15 +35,18 @@ const (
 	IPCStream
 )
 
-// FormatOf returns the format of an output name by its extension:
-// .parquet/.pq, .arrow/.ipc/.feather (IPC file), .arrows (IPC stream).
+// FormatOf returns the format of an output name by its extension, as
+// dataset.FormatOf reads it: .parquet/.pq, .arrow/.ipc/.feather (IPC file),
+// .arrows (IPC stream). CSV is not written.
 func FormatOf(path string) (Format, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".parquet", ".pq":
+	f, err := dataset.FormatOf(path)
+	switch {
+	case err != nil:
+	case f == dataset.Parquet:
 		return Parquet, nil
-	case ".arrow", ".ipc", ".feather":
+	case f == dataset.IPCFile:
 		return IPCFile, nil
-	case ".arrows":
+	case f == dataset.IPCStream:
 		return IPCStream, nil
 	}
 	return 0, fmt.Errorf("%w: %s: extension %q (want .parquet, .arrow or .arrows)", ErrFormat, path, filepath.Ext(path))
