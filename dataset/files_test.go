@@ -146,6 +146,21 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 			t.Fatalf("row %d gathered %v", first, x[:2])
 		}
 	}
+	// With a given schema, the types are the caller's, not inferred.
+	given := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "f0", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "f1", Type: arrow.PrimitiveTypes.Float32}, {Name: "name", Type: arrow.BinaryTypes.String},
+	}, nil)
+	typed, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithCSVSchema(given), dataset.WithReadRows(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !typed.Schema().Equal(given) {
+		t.Fatalf("schema %s", typed.Schema())
+	}
+	if got := ids(t, typed); !slices.Equal(got, seq(23)) {
+		t.Fatalf("typed csv ids %v", got)
+	}
 	var sharded []int64
 	for i := range 3 {
 		sh, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithReadRows(5), dataset.WithShard(dataset.Shard{Index: i, Count: 3}))
