@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -519,6 +520,15 @@ func (c *filesConfig) openCSV(path string) (fileReader, error) {
 	if c.csvSchema != nil {
 		r.rr = csv.NewReader(f, c.csvSchema, opts...)
 	} else {
+		// Arrow v15's inferring reader panics on a file with a header and
+		// no rows: there is nothing to infer the types from.
+		if ok, err := hasDataRow(f); err != nil || !ok {
+			f.Close()
+			if err == nil {
+				err = errors.New("CSV has a header and no rows: no types to infer (give a schema)")
+			}
+			return nil, err
+		}
 		r.rr = csv.NewInferringReader(f, opts...)
 		// The schema is known once the first chunk is read.
 		if !r.rr.Next() && r.rr.Err() != nil {
@@ -527,6 +537,28 @@ func (c *filesConfig) openCSV(path string) (fileReader, error) {
 		}
 	}
 	return r, nil
+}
+
+// hasDataRow reports whether f has a line after its header, and rewinds it.
+func hasDataRow(f *os.File) (bool, error) {
+	br := bufio.NewReader(f)
+	if _, err := br.ReadString('\n'); err != nil {
+		_, serr := f.Seek(0, io.SeekStart)
+		return false, errors.Join(ignoreEOF(err), serr)
+	}
+	_, err := br.Peek(1)
+	ok := err == nil
+	if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+		return false, serr
+	}
+	return ok, ignoreEOF(err)
+}
+
+func ignoreEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 func (r *csvReader) schema() *arrow.Schema { return r.rr.Schema() }

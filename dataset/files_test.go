@@ -267,6 +267,7 @@ func TestFilesBadInput(t *testing.T) {
 		{"not parquet", write("text.parquet", []byte("hello, world")), "text.parquet"},
 		{"truncated arrow", write("trunc.arrow", arrowData[:len(arrowData)/2]), "trunc.arrow"},
 		{"csv column count", write("bad.csv", []byte("a,b\n1,2\n3\n")), "bad.csv"},
+		{"csv header only", write("header.csv", []byte("a,b\n")), "header and no rows"},
 		{"unknown extension", write("x.json", []byte("{}")), "extension"},
 	}
 	for _, c := range cases {
