@@ -10,8 +10,17 @@
 // early releases them before the range statement returns.
 //
 // Constructors: [FromRecords] (in-memory records), [FromReader] (any
-// array.RecordReader, so Arrow's IPC, CSV and Parquet readers plug in),
-// [Generate] (synthetic data) and [New] (any iterator).
+// array.RecordReader, so Arrow's own readers plug in), [Files] (Parquet
+// through pqarrow, Arrow IPC files and streams, CSV; lists and globs read in
+// sorted order; column projection; sharding with [WithShard]), [Generate]
+// and [UniformTensors] (synthetic data) and [New] (any iterator).
+//
+// # Tensors
+//
+// Models read features from a fixed_size_list<float32>[d] column.
+// [AsTensor] takes a list<float32> whose rows all have d values (what
+// Parquet returns for a fixed-size list written without the Arrow schema)
+// as one, zero-copy; [Gather] builds one from scalar columns.
 //
 // # Batching
 //
