@@ -198,13 +198,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err := w.finish(); err != nil {
 		return nil, err
 	}
-	schema := w.schema
-	if schema == nil {
-		if schema, err = cfg.outputSchema(ds.Schema()); err != nil {
-			return nil, err
-		}
-	}
-	if err := parts.merge(cfg.Output, schema, cfg.Overwrite, cfg.Allocator); err != nil {
+	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(ds.Schema()) }
+	if err := parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator); err != nil {
 		return nil, err
 	}
 	sum.Rows = done

@@ -200,6 +200,44 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	}
 }
 
+// A run stopped after its last part but before the merge resumes with no
+// rows left to predict, and merges.
+func TestResumeWithEveryPartDone(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 512) // 4 parts of 128 rows exactly
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.parquet")
+	if _, err := job.Run(t.Context(), config(mem, input, ref, m)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	ctx, cancel := context.WithCancel(t.Context())
+	cfg := config(mem, input, out, m)
+	cfg.Progress = func(done, _ int64) {
+		if done == 512 {
+			cancel()
+		}
+	}
+	if _, err := job.Run(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	cancel()
+	cfg = config(mem, input, out, m)
+	cfg.Resume = true
+	sum, err := job.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ResumedRows != 512 || sum.Batches != 0 {
+		t.Fatalf("summary %+v: every row was done before the resume", sum)
+	}
+	a, _ := os.ReadFile(ref)
+	b, _ := os.ReadFile(out)
+	if !bytes.Equal(a, b) {
+		t.Fatal("output differs from the uninterrupted run's")
+	}
+}
+
 func TestResumeRefusesChangedJob(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	input, m := setup(t, mem, 500)

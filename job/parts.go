@@ -144,22 +144,18 @@ func (p *parts) add(name string, rows int64) error {
 }
 
 // merge writes every part, in order, to output in row groups of a fixed
-// size, then removes the parts folder.
-func (p *parts) merge(output string, schema *arrow.Schema, overwrite bool, mem memory.Allocator) error {
-	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem))
+// size, then removes the parts folder. The output has the parts' schema, or
+// empty's when there are no parts.
+func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwrite bool, mem memory.Allocator) error {
+	ds, err := p.dataset(empty, mem)
+	if err != nil {
+		return err
+	}
+	w, err := sink.Create(output, ds.Schema(), sink.WithOverwrite(overwrite), sink.WithAllocator(mem))
 	if err != nil {
 		return err
 	}
 	if len(p.m.Parts) > 0 {
-		files := make([]string, len(p.m.Parts))
-		for i, pt := range p.m.Parts {
-			files[i] = filepath.Join(p.dir, pt.File)
-		}
-		ds, err := dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem))
-		if err != nil {
-			w.Abort()
-			return err
-		}
 		for rec, err := range ds.Batches(mem, rowGroupRows) {
 			if err == nil {
 				err = w.Write(rec)
@@ -174,6 +170,23 @@ func (p *parts) merge(output string, schema *arrow.Schema, overwrite bool, mem m
 		return err
 	}
 	return os.RemoveAll(p.dir)
+}
+
+// dataset reads the parts in order; with no parts, it is empty, of the
+// schema empty gives.
+func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocator) (*dataset.Dataset, error) {
+	if len(p.m.Parts) == 0 {
+		schema, err := empty()
+		if err != nil {
+			return nil, err
+		}
+		return dataset.FromRecords(schema), nil
+	}
+	files := make([]string, len(p.m.Parts))
+	for i, pt := range p.m.Parts {
+		files[i] = filepath.Join(p.dir, pt.File)
+	}
+	return dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem))
 }
 
 // rowGroupRows is the row-group size of the merged output.
