@@ -57,6 +57,22 @@ func config(mem memory.Allocator, input, output string, m *cpu.MLP) job.Config {
 		Keep: []string{"id"}, BatchSize: 32, PartRows: 100, ReadRows: 77, Allocator: mem}
 }
 
+// interrupt runs cfg until at least at rows are done, then cancels it, as
+// a kill would stop it between batches.
+func interrupt(t *testing.T, cfg job.Config, at int64) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg.Progress = func(done, _ int64) {
+		if done >= at {
+			cancel()
+		}
+	}
+	if _, err := job.Run(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stop at %d rows: err %v", at, err)
+	}
+}
+
 func outputIDs(t *testing.T, path string) []int64 {
 	t.Helper()
 	ds, err := dataset.Files([]string{path})
@@ -118,19 +134,9 @@ func TestResumeAfterCancelIsIdentical(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.parquet")
 	for _, stopAt := range []int64{250, 700, 1500} {
-		ctx, cancel := context.WithCancel(t.Context())
 		cfg := config(mem, input, out, m)
 		cfg.Resume = true
-		cfg.Progress = func(done, _ int64) {
-			if done >= stopAt {
-				cancel()
-			}
-		}
-		_, err := job.Run(ctx, cfg)
-		cancel()
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("stop at %d: err %v", stopAt, err)
-		}
+		interrupt(t, cfg, stopAt)
 		if _, err := os.Stat(out); err == nil {
 			t.Fatal("an output appeared for an unfinished job")
 		}
@@ -161,22 +167,14 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	input, m := setup(t, mem, 500)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.parquet")
-	ctx, cancel := context.WithCancel(t.Context())
-	cfg := config(mem, input, out, m)
-	cfg.Progress = func(done, _ int64) {
-		if done >= 300 {
-			cancel()
-		}
-	}
-	job.Run(ctx, cfg)
-	cancel()
+	interrupt(t, config(mem, input, out, m), 300)
 	// Keep the manifest of the interrupted run, finish the job, and put the
 	// manifest back as if the final clean-up had not happened.
 	manifest, err := os.ReadFile(filepath.Join(out+".parts", "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg = config(mem, input, out, m)
+	cfg := config(mem, input, out, m)
 	cfg.Resume = true
 	if _, err := job.Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
@@ -211,18 +209,8 @@ func TestResumeWithEveryPartDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.parquet")
-	ctx, cancel := context.WithCancel(t.Context())
+	interrupt(t, config(mem, input, out, m), 512)
 	cfg := config(mem, input, out, m)
-	cfg.Progress = func(done, _ int64) {
-		if done == 512 {
-			cancel()
-		}
-	}
-	if _, err := job.Run(ctx, cfg); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v", err)
-	}
-	cancel()
-	cfg = config(mem, input, out, m)
 	cfg.Resume = true
 	sum, err := job.Run(t.Context(), cfg)
 	if err != nil {
@@ -242,16 +230,8 @@ func TestResumeRefusesChangedJob(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	input, m := setup(t, mem, 500)
 	out := filepath.Join(t.TempDir(), "out.parquet")
-	ctx, cancel := context.WithCancel(t.Context())
+	interrupt(t, config(mem, input, out, m), 200)
 	cfg := config(mem, input, out, m)
-	cfg.Progress = func(done, _ int64) {
-		if done >= 200 {
-			cancel()
-		}
-	}
-	job.Run(ctx, cfg)
-	cancel()
-	cfg = config(mem, input, out, m)
 	cfg.Resume = true
 	cfg.BatchSize = 64
 	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrChanged) {
