@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -39,7 +39,7 @@ type rowSumSession struct {
 	mem memory.Allocator
 }
 
-func (s *rowSumSession) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+func (s *rowSumSession) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	x, err := tensor.Float32(b.Record.Column(s.col), width)
 	if err != nil {
@@ -54,7 +54,7 @@ func (s *rowSumSession) Predict(_ context.Context, b predict.Batch) (arrow.Recor
 	col := array.NewFloat32Data(data)
 	data.Release()
 	defer col.Release()
-	return array.NewRecord(sumSchema, []arrow.Array{col}, int64(rows)), nil
+	return array.NewRecordBatch(sumSchema, []arrow.Array{col}, int64(rows)), nil
 }
 
 func (*rowSumSession) Shutdown(context.Context) error { return nil }
@@ -120,7 +120,7 @@ func (h *handMLP) forward(x []float32, rows int) []float32 {
 
 // handLoop runs the workload with a plain loop over the records: slices
 // of batch rows, and each record's short tail as a smaller batch.
-func (c *config) handLoop(workload string, model predict.Model, source string, recs []arrow.Record) float64 {
+func (c *config) handLoop(workload string, model predict.Model, source string, recs []arrow.RecordBatch) float64 {
 	var step func(x []float32, rows int)
 	if workload == "pipeline" {
 		sums := make([]float32, c.batch)
@@ -129,7 +129,7 @@ func (c *config) handLoop(workload string, model predict.Model, source string, r
 		h := newHandMLP(model.(*cpu.MLP), c.batch)
 		step = func(x []float32, rows int) { h.forward(x, rows) }
 	}
-	each := func(rec arrow.Record) {
+	each := func(rec arrow.RecordBatch) {
 		fl := rec.Column(1).(*array.FixedSizeList)
 		all := fl.ListValues().(*array.Float32).Float32Values()[fl.Offset()*width:]
 		n := int(rec.NumRows())
@@ -154,7 +154,7 @@ func (c *config) handLoop(workload string, model predict.Model, source string, r
 	check(err)
 	defer rr.Release()
 	for rr.Next() {
-		each(rr.Record())
+		each(rr.RecordBatch())
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		check(err)

@@ -36,8 +36,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -220,8 +220,8 @@ func (c *config) model(workload string) predict.Model {
 }
 
 // records materialises the rows in records of 4096 rows.
-func (c *config) records() []arrow.Record {
-	var recs []arrow.Record
+func (c *config) records() []arrow.RecordBatch {
+	var recs []arrow.RecordBatch
 	for rec, err := range dataset.UniformTensors(c.mem, c.rows, width, 4096, 1).Records() {
 		check(err)
 		rec.Retain()
@@ -256,7 +256,7 @@ func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
 }
 
 // modelOnly times the session on batches padded beforehand.
-func (c *config) modelOnly(model predict.Model, recs []arrow.Record) float64 {
+func (c *config) modelOnly(model predict.Model, recs []arrow.RecordBatch) float64 {
 	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
 	padder, err := pad.New(c.mem, ds.Schema(), c.batch)
 	check(err)

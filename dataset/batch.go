@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Batches iterates over the dataset in batches of exactly n rows, the last
 // one shorter (never empty). Each batch is borrowed for one iteration. A
 // batch inside one source record is a zero-copy slice; one that spans
 // records is concatenated into memory from mem.
-func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.Record, error] {
-	return func(yield func(arrow.Record, error) bool) {
+func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
 		if n <= 0 {
 			yield(nil, fmt.Errorf("%w: got %d", ErrBatchSize, n))
 			return
@@ -46,14 +46,14 @@ type batcher struct {
 	mem     memory.Allocator
 	schema  *arrow.Schema
 	size    int
-	pending []arrow.Record // retained slices, in order
-	rows    int            // rows in pending
-	index   int            // index of the next batch, for errors
+	pending []arrow.RecordBatch // retained slices, in order
+	rows    int                 // rows in pending
+	index   int                 // index of the next batch, for errors
 }
 
 // add cuts rec into batches, yielding every completed one. It reports false
 // when the consumer stopped or an error was yielded.
-func (b *batcher) add(rec arrow.Record, yield func(arrow.Record, error) bool) bool {
+func (b *batcher) add(rec arrow.RecordBatch, yield func(arrow.RecordBatch, error) bool) bool {
 	total := int(rec.NumRows())
 	for off := 0; off < total; {
 		take := min(b.size-b.rows, total-off)
@@ -85,13 +85,13 @@ func (b *batcher) add(rec arrow.Record, yield func(arrow.Record, error) bool) bo
 
 // yieldOwned yields rec and releases it afterwards, even if the loop body
 // panics.
-func yieldOwned(yield func(arrow.Record, error) bool, rec arrow.Record) bool {
+func yieldOwned(yield func(arrow.RecordBatch, error) bool, rec arrow.RecordBatch) bool {
 	defer rec.Release()
 	return yield(rec, nil)
 }
 
 // flush returns the pending rows as one record and empties pending.
-func (b *batcher) flush() (arrow.Record, error) {
+func (b *batcher) flush() (arrow.RecordBatch, error) {
 	defer b.reset()
 	idx := b.index
 	b.index++
@@ -118,7 +118,7 @@ func (b *batcher) flush() (arrow.Record, error) {
 		}
 		cols[i] = c
 	}
-	return array.NewRecord(b.schema, cols, int64(b.rows)), nil
+	return array.NewRecordBatch(b.schema, cols, int64(b.rows)), nil
 }
 
 // reset releases the pending slices.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -23,7 +23,7 @@ func BenchmarkBatches(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
-			var recs []arrow.Record
+			var recs []arrow.RecordBatch
 			for rec, err := range dataset.UniformTensors(mem, rows, 64, chunk, 1).Records() {
 				if err != nil {
 					b.Fatal(err)

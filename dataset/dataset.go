@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 var (
@@ -21,20 +21,20 @@ var (
 // source is.
 type Dataset struct {
 	schema *arrow.Schema
-	source iter.Seq2[arrow.Record, error]
+	source iter.Seq2[arrow.RecordBatch, error]
 }
 
 // New returns a Dataset over source. Each range over source must start from
 // the beginning, yield records of schema (borrowed for one iteration) and
 // release whatever it acquired when the loop ends or breaks.
-func New(schema *arrow.Schema, source iter.Seq2[arrow.Record, error]) *Dataset {
+func New(schema *arrow.Schema, source iter.Seq2[arrow.RecordBatch, error]) *Dataset {
 	return &Dataset{schema: schema, source: source}
 }
 
 // FromRecords returns a Dataset over in-memory records. The records are
 // borrowed, not retained: they must stay valid while the Dataset is used.
-func FromRecords(schema *arrow.Schema, recs ...arrow.Record) *Dataset {
-	return New(schema, func(yield func(arrow.Record, error) bool) {
+func FromRecords(schema *arrow.Schema, recs ...arrow.RecordBatch) *Dataset {
+	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		for _, r := range recs {
 			if !yield(r, nil) {
 				return
@@ -47,20 +47,21 @@ func FromRecords(schema *arrow.Schema, recs ...arrow.Record) *Dataset {
 // and reads records from the returned reader until it is exhausted. The
 // reader is released when the range ends, however it ends.
 func FromReader(schema *arrow.Schema, open func() (array.RecordReader, error)) *Dataset {
-	return New(schema, func(yield func(arrow.Record, error) bool) {
+	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		rr, err := open()
 		if err != nil {
 			yield(nil, fmt.Errorf("dataset: open reader: %w", err))
 			return
 		}
 		defer rr.Release()
-		for rr.Next() {
-			if !yield(rr.Record(), nil) {
+		for rec, err := range array.IterFromReader(rr) {
+			if err != nil {
+				yield(nil, fmt.Errorf("dataset: read: %w", err))
 				return
 			}
-		}
-		if err := rr.Err(); err != nil {
-			yield(nil, fmt.Errorf("dataset: read: %w", err))
+			if !yield(rec, nil) {
+				return
+			}
 		}
 	})
 }
@@ -71,8 +72,8 @@ func (d *Dataset) Schema() *arrow.Schema { return d.schema }
 // Records iterates over the source records, borrowed for one iteration each.
 // A record whose schema is not the dataset's ends the iteration with an
 // error wrapping [ErrSchemaMismatch] that names the record's index.
-func (d *Dataset) Records() iter.Seq2[arrow.Record, error] {
-	return func(yield func(arrow.Record, error) bool) {
+func (d *Dataset) Records() iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
 		i := 0
 		for rec, err := range d.source {
 			if err != nil {

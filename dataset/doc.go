@@ -15,6 +15,15 @@
 // sorted order; column projection; sharding with [WithShard]), [Generate]
 // and [UniformTensors] (synthetic data) and [New] (any iterator).
 //
+// # Arrow module
+//
+// Records are github.com/apache/arrow-go/v18 record batches. The older
+// github.com/apache/arrow/go/v15 module is frozen and not used: on real
+// Parquet files it returned fewer rows than the footer declares without an
+// error (a float column in BYTE_STREAM_SPLIT encoding read as 0 rows),
+// panicked on newer logical types (geospatial, variant) and wrote
+// non-nullable fixed_size_list columns as all nulls.
+//
 // # Tensors
 //
 // Models read features from a fixed_size_list<float32>[d] column.

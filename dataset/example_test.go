@@ -3,9 +3,9 @@ package dataset_test
 import (
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 )
@@ -17,14 +17,14 @@ func ExampleDataset_Batches() {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	next := int64(0)
 	for _, n := range []int{3, 0, 6} {
 		for range n {
 			b.Field(0).(*array.Int64Builder).Append(next)
 			next++
 		}
-		rec := b.NewRecord()
+		rec := b.NewRecordBatch()
 		defer rec.Release()
 		recs = append(recs, rec)
 	}

@@ -12,13 +12,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/csv"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 var (
@@ -223,7 +223,7 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 			return nil, fmt.Errorf("%w: %s: schema %s, %s has %s", ErrSchemaMismatch, p, s, paths[0], schema)
 		}
 	}
-	return New(schema, func(yield func(arrow.Record, error) bool) {
+	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		for f, p := range paths {
 			if !c.readFile(f, len(paths), p, yield) {
 				return
@@ -233,7 +233,7 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 }
 
 // readFile yields this shard's records of one file; false means stop.
-func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Record, error) bool) bool {
+func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.RecordBatch, error) bool) bool {
 	if !c.shard.owns(files, f, -1) {
 		return true
 	}
@@ -243,7 +243,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 	}
 	defer r.close()
 	mine := func(unit int) bool { return c.shard.owns(files, f, unit) }
-	err = r.read(mine, func(rec arrow.Record) bool { return yield(rec, nil) })
+	err = r.read(mine, func(rec arrow.RecordBatch) bool { return yield(rec, nil) })
 	if errors.Is(err, errStop) {
 		return false
 	}
@@ -260,7 +260,7 @@ var errStop = errors.New("stopped")
 // accepts (row groups, record batches, or records of unsplittable files).
 type fileReader interface {
 	schema() *arrow.Schema
-	read(mine func(unit int) bool, yield func(arrow.Record) bool) error
+	read(mine func(unit int) bool, yield func(arrow.RecordBatch) bool) error
 	close()
 }
 
@@ -342,7 +342,7 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 func (r *parquetReader) schema() *arrow.Schema { return r.out }
 func (r *parquetReader) close()                { r.pf.Close() }
 
-func (r *parquetReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
 	var groups []int
 	for g := range r.pf.NumRowGroups() {
 		if mine(g) {
@@ -358,7 +358,7 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.Record) bool)
 	}
 	defer rr.Release()
 	for rr.Next() {
-		rec := rr.Record()
+		rec := rr.RecordBatch()
 		if r.c.columns != nil {
 			// Leaf order follows the file; put the fields in the order asked.
 			rec = selectColumns(rec, r.out)
@@ -382,12 +382,12 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.Record) bool)
 
 // selectColumns returns the columns of rec named by out's fields, in
 // out's order, sharing the data.
-func selectColumns(rec arrow.Record, out *arrow.Schema) arrow.Record {
+func selectColumns(rec arrow.RecordBatch, out *arrow.Schema) arrow.RecordBatch {
 	cols := make([]arrow.Array, out.NumFields())
 	for i, f := range out.Fields() {
 		cols[i] = rec.Column(rec.Schema().FieldIndices(f.Name)[0])
 	}
-	return array.NewRecord(out, cols, rec.NumRows())
+	return array.NewRecordBatch(out, cols, rec.NumRows())
 }
 
 func fieldNames(s *arrow.Schema) string {
@@ -465,7 +465,7 @@ func (r *ipcReader) close() {
 	r.f.Close()
 }
 
-func (r *ipcReader) emit(rec arrow.Record, yield func(arrow.Record) bool) bool {
+func (r *ipcReader) emit(rec arrow.RecordBatch, yield func(arrow.RecordBatch) bool) bool {
 	if r.c.columns == nil {
 		return yield(rec)
 	}
@@ -474,13 +474,13 @@ func (r *ipcReader) emit(rec arrow.Record, yield func(arrow.Record) bool) bool {
 	return yield(sel)
 }
 
-func (r *ipcReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+func (r *ipcReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
 	if r.file != nil {
 		for i := range r.file.NumRecords() {
 			if !mine(i) {
 				continue
 			}
-			rec, err := r.file.RecordAt(i)
+			rec, err := r.file.RecordBatchAt(i)
 			if err != nil {
 				return fmt.Errorf("record batch %d: %w", i, err)
 			}
@@ -493,7 +493,7 @@ func (r *ipcReader) read(mine func(int) bool, yield func(arrow.Record) bool) err
 		return nil
 	}
 	for i := 0; r.stream.Next(); i++ {
-		if mine(i) && !r.emit(r.stream.Record(), yield) {
+		if mine(i) && !r.emit(r.stream.RecordBatch(), yield) {
 			return errStop
 		}
 	}
@@ -520,7 +520,7 @@ func (c *filesConfig) openCSV(path string) (fileReader, error) {
 	if c.csvSchema != nil {
 		r.rr = csv.NewReader(f, c.csvSchema, opts...)
 	} else {
-		// Arrow v15's inferring reader panics on a file with a header and
+		// Arrow's inferring reader (v15, and still v18.8) panics on a file with a header and
 		// no rows: there is nothing to infer the types from.
 		if ok, err := hasDataRow(f); err != nil || !ok {
 			f.Close()
@@ -568,17 +568,17 @@ func (r *csvReader) close() {
 	r.f.Close()
 }
 
-func (r *csvReader) read(mine func(int) bool, yield func(arrow.Record) bool) error {
+func (r *csvReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
 	i := 0
 	// An inferring reader has already read its first chunk.
-	if rec := r.rr.Record(); rec != nil {
+	if rec := r.rr.RecordBatch(); rec != nil {
 		if mine(i) && !yield(rec) {
 			return errStop
 		}
 		i++
 	}
 	for ; r.rr.Next(); i++ {
-		if mine(i) && !yield(r.rr.Record()) {
+		if mine(i) && !yield(r.rr.RecordBatch()) {
 			return errStop
 		}
 	}

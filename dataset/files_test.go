@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -24,7 +25,7 @@ import (
 // path in records of chunk rows (Parquet row groups, IPC batches).
 func writeFile(t *testing.T, mem memory.Allocator, path string, start, rows, chunk int) {
 	t.Helper()
-	w, err := sink.Create(path, dataset.TensorSchema(4), sink.WithAllocator(mem))
+	w, err := sink.Create(path, dataset.TensorSchema(4), sink.WithAllocator(mem), sink.WithRowGroupRows(int64(chunk)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,18 +179,43 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 // A plain Parquet file (no stored Arrow schema) returns a fixed-size list
 // as a list; AsTensor takes it back zero-copy and rejects ragged rows.
 func TestAsTensorFromPlainParquet(t *testing.T) {
+	testAsTensorFromPlainParquet(t, 9, parquet.NewWriterProperties())
+}
+
+// Float columns in BYTE_STREAM_SPLIT encoding, as other writers make them
+// for floats: Arrow v15 read such a file as 0 rows without an error.
+func TestByteStreamSplitFloats(t *testing.T) {
+	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false),
+		parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit))
+	path := testAsTensorFromPlainParquet(t, 300, props)
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	cc, err := pf.MetaData().RowGroup(0).ColumnChunk(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cc.Encodings(), parquet.Encodings.ByteStreamSplit) {
+		t.Fatalf("features written in %v, not BYTE_STREAM_SPLIT", cc.Encodings())
+	}
+}
+
+func testAsTensorFromPlainParquet(t *testing.T, rows int, props *parquet.WriterProperties) (path string) {
+	t.Helper()
 	mem := arrowtest.Allocator(t)
-	path := filepath.Join(t.TempDir(), "plain.parquet")
+	path = filepath.Join(t.TempDir(), "plain.parquet")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := pqarrow.NewFileWriter(dataset.TensorSchema(4), f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
+	fw, err := pqarrow.NewFileWriter(dataset.TensorSchema(4), f, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []float32
-	for rec, err := range dataset.UniformTensors(mem, 9, 4, 9, 3).Records() {
+	for rec, err := range dataset.UniformTensors(mem, rows, 4, 64, 3).Records() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,8 +250,8 @@ func TestAsTensorFromPlainParquet(t *testing.T) {
 		}
 		got = append(got, x...)
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("tensor values differ")
+	if len(got) != 4*rows || !slices.Equal(got, want) {
+		t.Fatalf("read %d values, want %d; or the values differ", len(got), 4*rows)
 	}
 	if _, err := dataset.AsTensor(ds, "features", 4); err != nil {
 		t.Fatal(err)
@@ -236,6 +262,7 @@ func TestAsTensorFromPlainParquet(t *testing.T) {
 			t.Fatalf("ragged: %v", err)
 		}
 	}
+	return path
 }
 
 func TestFilesBadInput(t *testing.T) {

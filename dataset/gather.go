@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -56,7 +56,7 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
 
-	return New(out, func(yield func(arrow.Record, error) bool) {
+	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range ds.Records() {
 			if err != nil {
 				yield(nil, err)
@@ -74,7 +74,7 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 	}), nil
 }
 
-func gatherRecord(mem memory.Allocator, rec arrow.Record, out *arrow.Schema, keep, idx []int, names []string) (arrow.Record, error) {
+func gatherRecord(mem memory.Allocator, rec arrow.RecordBatch, out *arrow.Schema, keep, idx []int, names []string) (arrow.RecordBatch, error) {
 	rows, width := int(rec.NumRows()), len(idx)
 	for j, c := range idx {
 		if col := rec.Column(c); col.NullN() > 0 {
@@ -95,7 +95,7 @@ func gatherRecord(mem memory.Allocator, rec arrow.Record, out *arrow.Schema, kee
 	for _, k := range keep {
 		cols = append(cols, rec.Column(k))
 	}
-	return array.NewRecord(out, append(cols, features), int64(rows)), nil
+	return array.NewRecordBatch(out, append(cols, features), int64(rows)), nil
 }
 
 // scatter writes column col into vals[r*width+j] for every row r.

@@ -3,9 +3,9 @@ package dataset
 import (
 	"math/rand/v2"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Generate returns a synthetic Dataset of rows rows, built chunk rows at a
@@ -14,13 +14,13 @@ import (
 // dataset to be re-runnable.
 func Generate(mem memory.Allocator, schema *arrow.Schema, rows, chunk int, fill func(b *array.RecordBuilder, start, n int)) *Dataset {
 	chunk = max(chunk, 1)
-	return New(schema, func(yield func(arrow.Record, error) bool) {
+	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		b := array.NewRecordBuilder(mem, schema)
 		defer b.Release()
 		for start := 0; start < rows; start += chunk {
 			n := min(chunk, rows-start)
 			fill(b, start, n)
-			if !yieldOwned(yield, b.NewRecord()) {
+			if !yieldOwned(yield, b.NewRecordBatch()) {
 				return
 			}
 		}

@@ -3,9 +3,9 @@ package dataset
 import (
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -37,7 +37,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 	fields[col] = arrow.Field{Name: name, Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), Metadata: fields[col].Metadata}
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
-	return New(out, func(yield func(arrow.Record, error) bool) {
+	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
 		row := 0
 		for rec, err := range ds.Records() {
 			if err != nil {
@@ -51,7 +51,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 			}
 			cols := append([]arrow.Array(nil), rec.Columns()...)
 			cols[col] = list
-			converted := array.NewRecord(out, cols, rec.NumRows())
+			converted := array.NewRecordBatch(out, cols, rec.NumRows())
 			list.Release()
 			if !yieldOwned(yield, converted) {
 				return
@@ -87,7 +87,7 @@ func Skip(ds *Dataset, n int64) *Dataset {
 	if n <= 0 {
 		return ds
 	}
-	return New(ds.Schema(), func(yield func(arrow.Record, error) bool) {
+	return New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
 		left := n
 		for rec, err := range ds.Records() {
 			if err != nil {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -28,9 +28,9 @@ var (
 // predictions, row-aligned. Its accessors convert columns to slices once
 // and share them between metrics. The slices are valid during Update only.
 type Batch struct {
-	Index       int          // batch index
-	Labels      arrow.Array  // the label column
-	Predictions arrow.Record // the model's outputs (and passthrough columns)
+	Index       int               // batch index
+	Labels      arrow.Array       // the label column
+	Predictions arrow.RecordBatch // the model's outputs (and passthrough columns)
 
 	ints   map[string][]int64
 	floats map[string][]float64

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/eval"
@@ -51,7 +51,7 @@ func realProbs(id int64, k int) []float32 {
 
 func realValue(id int64) float64 { return float64(id)*0.5 + 1 }
 
-func (s *classifierSession) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+func (s *classifierSession) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
 	schema := b.Record.Schema()
 	ids := b.Record.Column(schema.FieldIndices("id")[0]).(*array.Int64)
 	flags := b.Record.Column(schema.FieldIndices(pad.Column)[0]).(*array.Boolean)
@@ -83,7 +83,7 @@ func (s *classifierSession) Predict(_ context.Context, b predict.Batch) (arrow.R
 	out := arrow.NewSchema([]arrow.Field{
 		{Name: "class", Type: c.DataType()}, {Name: "probabilities", Type: p.DataType()}, {Name: "value", Type: v.DataType()},
 	}, nil)
-	return array.NewRecord(out, []arrow.Array{c, p, v}, int64(n)), nil
+	return array.NewRecordBatch(out, []arrow.Array{c, p, v}, int64(n)), nil
 }
 
 func (s *classifierSession) Shutdown(context.Context) error { return nil }
@@ -287,7 +287,7 @@ func TestMergeEqualsWhole(t *testing.T) {
 	// Two shards: even and odd records of 10 rows.
 	shard := func(i int) *dataset.Dataset {
 		all := labelledDataset(mem, 60, k)
-		return dataset.New(labelled, func(yield func(arrow.Record, error) bool) {
+		return dataset.New(labelled, func(yield func(arrow.RecordBatch, error) bool) {
 			n := 0
 			for rec, err := range all.Records() {
 				if err != nil || n%2 == i {

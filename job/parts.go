@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/sink"
@@ -201,7 +201,7 @@ type partWriter struct {
 	rows   int64 // rows in cur
 }
 
-func (w *partWriter) write(rec arrow.Record) error {
+func (w *partWriter) write(rec arrow.RecordBatch) error {
 	if w.schema == nil {
 		w.schema = rec.Schema()
 	}

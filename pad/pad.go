@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Column is the name of the bool column that marks padding rows.
@@ -141,13 +141,13 @@ func (p *Padder) Release() {
 
 // Pad returns rec extended to Size rows with the padding column appended,
 // and the number of padding rows added. rec is not modified or released.
-func (p *Padder) Pad(rec arrow.Record) (arrow.Record, int, error) {
+func (p *Padder) Pad(rec arrow.RecordBatch) (arrow.RecordBatch, int, error) {
 	return p.PadTo(rec, p.size)
 }
 
 // PadTo is Pad to size rows instead of Size, for callers that pad a short
 // batch only up to one of a few allowed sizes. size must not exceed Size.
-func (p *Padder) PadTo(rec arrow.Record, size int) (arrow.Record, int, error) {
+func (p *Padder) PadTo(rec arrow.RecordBatch, size int) (arrow.RecordBatch, int, error) {
 	n := int(rec.NumRows())
 	if size > p.size || size <= 0 {
 		return nil, 0, fmt.Errorf("pad: size %d outside 1..%d", size, p.size)
@@ -175,7 +175,7 @@ func (p *Padder) PadTo(rec arrow.Record, size int) (arrow.Record, int, error) {
 		} else {
 			cols = append(cols, boolColumn(p.mem, size, size))
 		}
-		return array.NewRecord(p.out, cols, int64(size)), 0, nil
+		return array.NewRecordBatch(p.out, cols, int64(size)), 0, nil
 	}
 	for i, c := range rec.Columns() {
 		padded, err := extend(p.mem, c, size-n)
@@ -185,7 +185,7 @@ func (p *Padder) PadTo(rec arrow.Record, size int) (arrow.Record, int, error) {
 		cols = append(cols, padded)
 	}
 	cols = append(cols, boolColumn(p.mem, size, n))
-	return array.NewRecord(p.out, cols, int64(size)), size - n, nil
+	return array.NewRecordBatch(p.out, cols, int64(size)), size - n, nil
 }
 
 // extend returns a copy of arr followed by k zero values.
@@ -193,38 +193,9 @@ func extend(mem memory.Allocator, arr arrow.Array, k int) (arrow.Array, error) {
 	b := array.NewBuilder(mem, arr.DataType())
 	defer b.Release()
 	b.AppendEmptyValues(k)
-	built := b.NewArray()
-	defer built.Release()
-	data := retype(built.Data(), arr.DataType())
-	defer data.Release()
-	zeros := array.MakeFromData(data)
+	zeros := b.NewArray()
 	defer zeros.Release()
 	return array.Concatenate([]arrow.Array{arr, zeros}, mem)
-}
-
-// retype returns data labelled with dt, recursively. Arrow v15's builders
-// forget that a list's elements are non-nullable, so the zeros they build
-// must be given the column's exact type back before concatenation.
-func retype(data arrow.ArrayData, dt arrow.DataType) arrow.ArrayData {
-	var childTypes []arrow.DataType
-	switch t := dt.(type) {
-	case *arrow.FixedSizeListType:
-		childTypes = []arrow.DataType{t.Elem()}
-	case *arrow.ListType:
-		childTypes = []arrow.DataType{t.Elem()}
-	case *arrow.LargeListType:
-		childTypes = []arrow.DataType{t.Elem()}
-	case *arrow.StructType:
-		for _, f := range t.Fields() {
-			childTypes = append(childTypes, f.Type)
-		}
-	}
-	children := make([]arrow.ArrayData, len(data.Children()))
-	for i, c := range data.Children() {
-		children[i] = retype(c, childTypes[i])
-		defer children[i].Release()
-	}
-	return array.NewData(dt, data.Len(), data.Buffers(), children, data.NullN(), data.Offset())
 }
 
 // boolColumn returns a padding column of size rows whose first real rows are false.
@@ -241,7 +212,7 @@ func boolColumn(mem memory.Allocator, size, real int) *array.Boolean {
 // Strip returns rec without its padding rows and without the padding column,
 // zero-copy, and the number of padding rows removed. Padding rows must all
 // come after the real rows, as [Padder.Pad] puts them.
-func Strip(rec arrow.Record) (arrow.Record, int, error) {
+func Strip(rec arrow.RecordBatch) (arrow.RecordBatch, int, error) {
 	idx := rec.Schema().FieldIndices(Column)
 	if len(idx) != 1 {
 		return nil, 0, ErrNoColumn
@@ -265,12 +236,12 @@ func Strip(rec arrow.Record) (arrow.Record, int, error) {
 }
 
 // withoutColumn returns rec without column i, sharing the other columns.
-func withoutColumn(rec arrow.Record, i int) arrow.Record {
+func withoutColumn(rec arrow.RecordBatch, i int) arrow.RecordBatch {
 	s := rec.Schema()
 	fields := append(s.Fields()[:i:i], s.Fields()[i+1:]...)
 	cols := append(rec.Columns()[:i:i], rec.Columns()[i+1:]...)
 	md := s.Metadata()
-	return array.NewRecord(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows())
 }
 
 // RealRows returns the number of leading rows of a padding column that are

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -35,7 +35,7 @@ func benchModel(b *testing.B) *cpu.MLP {
 
 // benchRecords materialises the dataset in memory, so generation is not timed.
 func benchRecords(b *testing.B, mem memory.Allocator) *dataset.Dataset {
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for rec, err := range dataset.UniformTensors(mem, benchRows, benchWidth, 4096, 1).Records() {
 		if err != nil {
 			b.Fatal(err)

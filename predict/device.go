@@ -3,8 +3,8 @@ package predict
 import (
 	"context"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Model is what a device implements, in the manner of database/sql/driver:
@@ -41,7 +41,7 @@ type Session interface {
 	// exactly b.Record.NumRows() rows, owned by the caller. The batch is
 	// borrowed for the call. Rows marked by the pad.Column column hold zero
 	// values; their predictions are dropped.
-	Predict(ctx context.Context, b Batch) (arrow.Record, error)
+	Predict(ctx context.Context, b Batch) (arrow.RecordBatch, error)
 	// Shutdown releases the device. It is called exactly once, also after a
 	// cancel or an error, with a context that is not cancelled.
 	Shutdown(ctx context.Context) error
@@ -53,7 +53,7 @@ type Batch struct {
 	Index int
 	// Record holds the batch rows followed by Padding padding rows, and
 	// the pad.Column column. It is borrowed for the call.
-	Record arrow.Record
+	Record arrow.RecordBatch
 	// Padding is the number of padding rows at the end of Record.
 	Padding int
 }

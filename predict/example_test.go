@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -14,7 +14,7 @@ import (
 )
 
 // points returns a record of 5 two-feature rows with ids.
-func points(mem memory.Allocator) arrow.Record {
+func points(mem memory.Allocator) arrow.RecordBatch {
 	schema := dataset.TensorSchema(2)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -24,7 +24,7 @@ func points(mem memory.Allocator) arrow.Record {
 		list.Append(true)
 		list.ValueBuilder().(*array.Float32Builder).AppendValues(xy[:], nil)
 	}
-	return b.NewRecord()
+	return b.NewRecordBatch()
 }
 
 // A model that picks the larger of two features, run in batches of 2: the

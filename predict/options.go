@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Option configures a Predictor.
@@ -86,10 +86,10 @@ func WithStats(fn func(Stats)) Option { return func(c *config) { c.onStats = fn 
 // the session still shuts down.
 type Hook struct {
 	// Before is called with the padded batch before the device sees it.
-	Before func(ctx context.Context, info BatchInfo, padded arrow.Record) error
+	Before func(ctx context.Context, info BatchInfo, padded arrow.RecordBatch) error
 	// After is called with the predictions of the batch, as the consumer
 	// will receive them, before they are delivered.
-	After func(ctx context.Context, info BatchInfo, predictions arrow.Record) error
+	After func(ctx context.Context, info BatchInfo, predictions arrow.RecordBatch) error
 }
 
 // BatchInfo describes one batch to hooks.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -23,7 +23,7 @@ import (
 
 // fixture is a dataset of ids 0..total-1 in records of the given sizes.
 type fixture struct {
-	recs  []arrow.Record
+	recs  []arrow.RecordBatch
 	ds    *dataset.Dataset
 	total int
 }
@@ -262,11 +262,11 @@ func TestHooks(t *testing.T) {
 	f := newFixture(t, mem, 10)
 	var events []string
 	hook := predict.Hook{
-		Before: func(_ context.Context, info predict.BatchInfo, padded arrow.Record) error {
+		Before: func(_ context.Context, info predict.BatchInfo, padded arrow.RecordBatch) error {
 			events = append(events, fmt.Sprintf("before %d %d+%d/%d", info.Index, info.Rows, info.Padding, padded.NumRows()))
 			return nil
 		},
-		After: func(_ context.Context, info predict.BatchInfo, preds arrow.Record) error {
+		After: func(_ context.Context, info predict.BatchInfo, preds arrow.RecordBatch) error {
 			events = append(events, fmt.Sprintf("after %d %d", info.Index, preds.NumRows()))
 			if info.Index == 1 {
 				return fakedev.ErrInjected

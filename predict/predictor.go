@@ -10,9 +10,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/pad"
@@ -71,7 +71,7 @@ func (p *Predictor) BatchSize() int { return p.cfg.batchSize }
 type Result struct {
 	// Record holds one prediction row per input row of the batch, in input
 	// order. The receiver owns it and must Release it.
-	Record arrow.Record
+	Record arrow.RecordBatch
 	// Batch is the index of the batch the predictions belong to.
 	Batch int
 	// Err, when set, is the last Result of the run: the reason it failed.
@@ -92,7 +92,7 @@ func (p *Predictor) Predict(ctx context.Context, ds *dataset.Dataset) <-chan Res
 	out := make(chan Result)
 	go func() {
 		defer close(out)
-		err := p.run(ctx, ds, func(rec arrow.Record, batch int) bool {
+		err := p.run(ctx, ds, func(rec arrow.RecordBatch, batch int) bool {
 			select {
 			case out <- Result{Record: rec, Batch: batch}:
 				return true
@@ -120,10 +120,10 @@ func (p *Predictor) Predict(ctx context.Context, ds *dataset.Dataset) <-chan Res
 // input order; a failure is yielded last. Each record is borrowed for one
 // iteration. Leaving the loop early (break, return, panic) shuts the session
 // down before the range statement returns.
-func (p *Predictor) All(ctx context.Context, ds *dataset.Dataset) iter.Seq2[arrow.Record, error] {
-	return func(yield func(arrow.Record, error) bool) {
+func (p *Predictor) All(ctx context.Context, ds *dataset.Dataset) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
 		stopped := false
-		err := p.run(ctx, ds, func(rec arrow.Record, _ int) bool {
+		err := p.run(ctx, ds, func(rec arrow.RecordBatch, _ int) bool {
 			defer rec.Release()
 			stopped = !yield(rec, nil)
 			return !stopped
@@ -148,7 +148,7 @@ func (p *Predictor) logAfterStop(ctx context.Context, err error) {
 
 // run drives the sessions over ds, handing each batch's predictions to
 // emit, which owns them and reports false when the consumer has gone.
-func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arrow.Record, int) bool) (err error) {
+func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arrow.RecordBatch, int) bool) (err error) {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ type step struct {
 }
 
 // run takes ownership of b.
-func (s *step) run(ctx context.Context, b padded) (arrow.Record, error) {
+func (s *step) run(ctx context.Context, b padded) (arrow.RecordBatch, error) {
 	defer b.release()
 	index := b.Index
 	info := BatchInfo{Index: index, Rows: b.rows, Padding: b.Padding}
@@ -265,7 +265,7 @@ func (s *step) run(ctx context.Context, b padded) (arrow.Record, error) {
 
 // assemble puts the passthrough columns and the model outputs side by side,
 // then drops the padding rows (or appends the padding column).
-func (s *step) assemble(out, padded arrow.Record, info BatchInfo) (arrow.Record, error) {
+func (s *step) assemble(out, padded arrow.RecordBatch, info BatchInfo) (arrow.RecordBatch, error) {
 	if len(s.keep) == 0 && !s.p.cfg.keepPadding && s.outputs != nil && out.Schema().Equal(s.outputs) {
 		// Nothing to add: the model's output is the prediction.
 		if info.Padding == 0 {
@@ -291,7 +291,7 @@ func (s *step) assemble(out, padded arrow.Record, info BatchInfo) (arrow.Record,
 	if s.p.cfg.keepPadding {
 		cols = append(cols, padded.Column(int(padded.NumCols())-1))
 	}
-	full := array.NewRecord(s.schema, cols, padded.NumRows())
+	full := array.NewRecordBatch(s.schema, cols, padded.NumRows())
 	if s.p.cfg.keepPadding || info.Padding == 0 {
 		return full, nil
 	}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -58,14 +58,14 @@ func (r *replicas) shutdown(ctx context.Context) error {
 // predict runs one padded global batch: whole on a single replica, or
 // split into per-replica slices run concurrently. A failing replica cancels
 // the others. It returns one output row per batch row, in order.
-func (r *replicas) predict(ctx context.Context, b padded) (arrow.Record, error) {
+func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, error) {
 	size := int(b.Record.NumRows())
 	if len(r.sessions) == 1 {
 		return predictOne(ctx, r.sessions[0], b.Batch, size)
 	}
 	n := len(r.sessions)
 	per := size / n
-	outs := make([]arrow.Record, n)
+	outs := make([]arrow.RecordBatch, n)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, s := range r.sessions {
 		g.Go(func() error {
@@ -95,8 +95,8 @@ func (r *replicas) predict(ctx context.Context, b padded) (arrow.Record, error) 
 }
 
 // predictOne runs one session on one batch and checks the row count.
-func predictOne(ctx context.Context, s Session, b Batch, want int) (arrow.Record, error) {
-	var out arrow.Record
+func predictOne(ctx context.Context, s Session, b Batch, want int) (arrow.RecordBatch, error) {
+	var out arrow.RecordBatch
 	err := protect("model predict", func() (err error) {
 		out, err = s.Predict(ctx, b)
 		return err
@@ -112,7 +112,7 @@ func predictOne(ctx context.Context, s Session, b Batch, want int) (arrow.Record
 }
 
 // concatRecords joins records of one schema end to end.
-func concatRecords(mem memory.Allocator, recs []arrow.Record) (arrow.Record, error) {
+func concatRecords(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	schema := recs[0].Schema()
 	var rows int64
 	for i, r := range recs {
@@ -140,7 +140,7 @@ func concatRecords(mem memory.Allocator, recs []arrow.Record) (arrow.Record, err
 		}
 		cols[c] = col
 	}
-	return array.NewRecord(schema, cols, rows), nil
+	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
 func replicaError(n, i int, err error) error {

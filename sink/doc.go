@@ -6,8 +6,7 @@
 // flushes, syncs and renames it into place, Abort removes it.
 //
 // Parquet files are written with the Arrow schema stored in them, so a
-// fixed_size_list column reads back as one. Arrow v15 loses the values of a
-// non-nullable fixed_size_list field written to Parquet (they read back as
-// nulls; fixed upstream only in v18), so such fields are written as
-// nullable: the values survive, and a test pins that.
+// fixed_size_list column reads back as one, with its nullability. (The
+// frozen Arrow v15 module read a non-nullable fixed_size_list back as all
+// nulls, apache/arrow-go#584; a round-trip test pins the fix.)
 package sink

@@ -1,18 +1,18 @@
 package sink
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
 )
@@ -56,6 +56,7 @@ type config struct {
 	overwrite bool
 	mem       memory.Allocator
 	format    Format
+	groupRows int64
 }
 
 // Option configures a Writer.
@@ -70,19 +71,22 @@ func WithAllocator(mem memory.Allocator) Option { return func(c *config) { c.mem
 // WithFormat sets the format instead of taking it from the name.
 func WithFormat(f Format) Option { return func(c *config) { c.format = f } }
 
+// WithRowGroupRows sets the rows of each Parquet row group (the last may
+// hold fewer). By default a group holds about 1<<20 leaf values: 16,384
+// rows of 64-float tensors. Values below 1 keep the default.
+func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n } }
+
 // Writer writes records of one schema to a file that appears at Commit.
 type Writer struct {
 	path   string
 	tmp    *os.File
-	schema *arrow.Schema // the schema records arrive in
-	stored *arrow.Schema // the schema written (Parquet: nullable tensors)
+	schema *arrow.Schema
 	enc    interface {
-		Write(arrow.Record) error
+		Write(arrow.RecordBatch) error
 		Close() error
 	}
+	write     func(arrow.RecordBatch) error // enc's Write, or Parquet's WriteBuffered
 	overwrite bool
-	parquet   bool
-	groupRows int64 // Parquet: rows per row group
 	done      bool
 }
 
@@ -108,17 +112,21 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	w := &Writer{path: path, tmp: tmp, schema: schema, stored: schema, overwrite: c.overwrite}
+	w := &Writer{path: path, tmp: tmp, schema: schema, overwrite: c.overwrite}
 	switch c.format {
 	case Parquet:
-		w.parquet = true
-		w.stored = nullableTensors(schema)
 		// Dictionaries do not pay off on float features and predictions;
 		// hashing every value made writes 40% slower.
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
-			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false))
-		w.groupRows = rowGroupRows(schema)
-		w.enc, err = pqarrow.NewFileWriter(w.stored, keepOpen{tmp}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
+			parquet.WithMaxRowGroupLength(cmp.Or(max(c.groupRows, 0), rowGroupRows(schema))))
+		var fw *pqarrow.FileWriter
+		fw, err = pqarrow.NewFileWriter(schema, keepOpen{tmp}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+		if err == nil {
+			// Buffered: row groups depend on the rows alone, not on how
+			// they arrive in records.
+			w.enc, w.write = fw, fw.WriteBuffered
+		}
 	case IPCFile:
 		w.enc, err = ipc.NewFileWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	case IPCStream:
@@ -131,6 +139,9 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 		os.Remove(tmp.Name())
 		return nil, fmt.Errorf("sink: %s: %w", path, err)
 	}
+	if w.write == nil {
+		w.write = w.enc.Write
+	}
 	return w, nil
 }
 
@@ -141,62 +152,29 @@ type keepOpen struct{ f *os.File }
 func (k keepOpen) Write(p []byte) (int, error)               { return k.f.Write(p) }
 func (k keepOpen) Seek(off int64, whence int) (int64, error) { return k.f.Seek(off, whence) }
 
-// nullableTensors marks every fixed_size_list field nullable (see the
-// package doc).
-func nullableTensors(s *arrow.Schema) *arrow.Schema {
-	fields := s.Fields()
-	changed := false
-	for i, f := range fields {
-		if f.Type.ID() == arrow.FIXED_SIZE_LIST && !f.Nullable {
-			fields[i].Nullable = true
-			changed = true
-		}
-	}
-	if !changed {
-		return s
-	}
-	md := s.Metadata()
-	return arrow.NewSchema(fields, &md)
-}
-
 // Path returns the destination.
 func (w *Writer) Path() string { return w.path }
 
 // Write appends rec. Its schema must be the Writer's.
-func (w *Writer) Write(rec arrow.Record) error {
+func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if w.done {
 		return ErrClosed
 	}
 	if !rec.Schema().Equal(w.schema) {
 		return fmt.Errorf("sink: %s: record schema %s, want %s", w.path, rec.Schema(), w.schema)
 	}
-	if w.stored != w.schema {
-		rec = array.NewRecord(w.stored, rec.Columns(), rec.NumRows())
-		defer rec.Release()
-	}
-	if !w.parquet || rec.NumRows() <= w.groupRows {
-		if err := w.enc.Write(rec); err != nil {
-			return fmt.Errorf("sink: %s: %w", w.path, err)
-		}
-		return nil
-	}
-	for off := int64(0); off < rec.NumRows(); off += w.groupRows {
-		slice := rec.NewSlice(off, min(off+w.groupRows, rec.NumRows()))
-		err := w.enc.Write(slice)
-		slice.Release()
-		if err != nil {
-			return fmt.Errorf("sink: %s: %w", w.path, err)
-		}
+	if err := w.write(rec); err != nil {
+		return fmt.Errorf("sink: %s: %w", w.path, err)
 	}
 	return nil
 }
 
 // parquetGroupValues is about the most leaf values a Parquet row group
-// gets: a record is written as row groups of at most that many values.
-// Arrow v15's level encoder grows its buffer by a fixed step, so writing a
-// list column costs time quadratic in the row-group size: 64-float tensors
-// write 5× faster in row groups of 256 rows than of 4096.
-const parquetGroupValues = 16384
+// holds: 16,384 rows of 64-float tensors, about 4 MiB before compression,
+// buffered in memory until the group is full. (Arrow v15's level encoder
+// was quadratic in the group size and forced groups of 256 such rows;
+// v18's is linear.)
+const parquetGroupValues = 1 << 20
 
 // rowGroupRows returns the rows per row group for schema s.
 func rowGroupRows(s *arrow.Schema) int64 {
@@ -204,7 +182,7 @@ func rowGroupRows(s *arrow.Schema) int64 {
 	for _, f := range s.Fields() {
 		values += leafValues(f.Type)
 	}
-	return int64(min(max(parquetGroupValues/max(values, 1), 128), 1<<16))
+	return int64(min(max(parquetGroupValues/max(values, 1), 1024), 1<<20))
 }
 
 // leafValues returns the values one row of type dt holds (lists count 1).

@@ -7,8 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -17,12 +18,13 @@ import (
 )
 
 // predictions builds a record like the cpu device's output with keys: a
-// non-nullable fixed_size_list with non-nullable elements.
+// non-nullable fixed_size_list with non-nullable elements, the shape Arrow
+// v15 wrote to Parquet as all nulls (apache/arrow-go#584).
 func predictions(t *testing.T, mem interface {
 	Allocate(int) []byte
 	Reallocate(int, []byte) []byte
 	Free([]byte)
-}, rows int) arrow.Record {
+}, rows int) arrow.RecordBatch {
 	t.Helper()
 	ids := array.NewInt64Builder(mem)
 	defer ids.Release()
@@ -39,7 +41,7 @@ func predictions(t *testing.T, mem interface {
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "probabilities", Type: probs.DataType()}, // non-nullable field
 	}, nil)
-	return array.NewRecord(schema, []arrow.Array{idArr, probs}, int64(rows))
+	return array.NewRecordBatch(schema, []arrow.Array{idArr, probs}, int64(rows))
 }
 
 func TestRoundTripKeepsTensorValues(t *testing.T) {
@@ -125,5 +127,56 @@ func TestRefusesToOverwriteAndAborts(t *testing.T) {
 	}
 	if _, err := sink.Create(filepath.Join(path, "nested.parquet"), rec.Schema()); err == nil {
 		t.Fatal("an output under a regular file was accepted")
+	}
+}
+
+// Parquet row groups depend on the rows written, not on how they arrive in
+// records: the same rows in one record or in records of 1 to 700 rows give
+// the same row groups, of the sink's size (1<<20 leaf values).
+func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	const rows = 300_000 // 4 leaf values a row: one full row group and a part
+	whole := predictions(t, mem, rows)
+	defer whole.Release()
+	groups := func(sizes func(int) int, opts ...sink.Option) []int64 {
+		path := filepath.Join(t.TempDir(), "out.parquet")
+		w, err := sink.Create(path, whole.Schema(), append(opts, sink.WithAllocator(mem))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < rows; {
+			n := min(sizes(off), rows-off)
+			slice := whole.NewSlice(int64(off), int64(off+n))
+			err := w.Write(slice)
+			slice.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			off += n
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pf.Close()
+		var got []int64
+		for g := range pf.NumRowGroups() {
+			got = append(got, pf.MetaData().RowGroup(g).NumRows())
+		}
+		return got
+	}
+	want := []int64{1 << 18, rows - 1<<18}
+	if got := groups(func(int) int { return rows }); !slices.Equal(got, want) {
+		t.Fatalf("one record: row groups %v, want %v", got, want)
+	}
+	if got := groups(func(off int) int { return 1 + off*7919%700 }); !slices.Equal(got, want) {
+		t.Fatalf("records of 1..700 rows: row groups %v, want %v", got, want)
+	}
+	got := groups(func(int) int { return 777 }, sink.WithRowGroupRows(100_000))
+	if !slices.Equal(got, []int64{100_000, 100_000, 100_000}) {
+		t.Fatalf("WithRowGroupRows(100000): row groups %v", got)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/tensor"

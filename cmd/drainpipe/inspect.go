@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset"
 )

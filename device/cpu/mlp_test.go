@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -180,7 +180,7 @@ func TestSoftmaxRegression(t *testing.T) {
 }
 
 // listRecord builds a record with a list<float32> "features" column.
-func listRecord(mem memory.Allocator, rows [][]float32, nullRow int) arrow.Record {
+func listRecord(mem memory.Allocator, rows [][]float32, nullRow int) arrow.RecordBatch {
 	b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Float32)
 	defer b.Release()
 	vb := b.ValueBuilder().(*array.Float32Builder)
@@ -195,7 +195,7 @@ func listRecord(mem memory.Allocator, rows [][]float32, nullRow int) arrow.Recor
 	col := b.NewArray()
 	defer col.Release()
 	s := arrow.NewSchema([]arrow.Field{{Name: "features", Type: col.DataType(), Nullable: true}}, nil)
-	return array.NewRecord(s, []arrow.Array{col}, int64(len(rows)))
+	return array.NewRecordBatch(s, []arrow.Array{col}, int64(len(rows)))
 }
 
 func TestListFeatureColumn(t *testing.T) {
@@ -240,7 +240,7 @@ func TestFeatureErrors(t *testing.T) {
 	vb.AppendValues([]float32{1, 0}, []bool{true, false})
 	col := b.NewArray()
 	defer col.Release()
-	rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "features", Type: col.DataType()}}, nil), []arrow.Array{col}, 1)
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "features", Type: col.DataType()}}, nil), []arrow.Array{col}, 1)
 	defer rec.Release()
 	_, _, err = run(t, mem, m, dataset.FromRecords(rec.Schema(), rec), 2)
 	if !errors.Is(err, tensor.ErrNull) || !strings.Contains(err.Error(), "row 0 holds a null") {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/predict"
@@ -62,7 +62,7 @@ type session struct {
 	hidden [][]float32 // one rows×Out matrix per hidden layer
 }
 
-func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	if rows > s.rows {
 		return nil, fmt.Errorf("cpu: batch of %d rows, session batch size %d", rows, s.rows)
@@ -85,7 +85,7 @@ func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, err
 
 // forward runs the model over the first live rows of x and returns the
 // output record of rows rows, those after live zero.
-func (s *session) forward(x []float32, live, rows int) arrow.Record {
+func (s *session) forward(x []float32, live, rows int) arrow.RecordBatch {
 	for i, h := range s.hidden {
 		s.m.Layers[i].forward(s.impl, s.serial, x, live, h[:live*s.m.Layers[i].Out])
 		x = h
@@ -109,7 +109,7 @@ func (s *session) forward(x []float32, live, rows int) arrow.Record {
 	probArr := tensor.NewFixedSizeList(probBuf, rows, k)
 	defer classArr.Release()
 	defer probArr.Release()
-	return array.NewRecord(s.schema, []arrow.Array{classArr, probArr}, int64(rows))
+	return array.NewRecordBatch(s.schema, []arrow.Array{classArr, probArr}, int64(rows))
 }
 
 func (s *session) Shutdown(context.Context) error {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/drainpipe/drainpipe/predict"

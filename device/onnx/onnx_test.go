@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	ort "github.com/yalue/onnxruntime_go"
 	"go.uber.org/goleak"
 
@@ -92,7 +92,7 @@ func TestMLPEqualsDirectRun(t *testing.T) {
 			wantP, wantC := direct(t, x, rows)
 
 			p, err := predict.New(m, predict.WithBatchSize(16), predict.WithReplicas(replicas), predict.WithAllocator(mem),
-				predict.WithHooks(predict.Hook{Before: func(context.Context, predict.BatchInfo, arrow.Record) error {
+				predict.WithHooks(predict.Hook{Before: func(context.Context, predict.BatchInfo, arrow.RecordBatch) error {
 					if got := envUsers(); got != replicas {
 						t.Errorf("%d sessions hold the environment, want %d", got, replicas)
 					}
@@ -203,7 +203,7 @@ func TestCancelAndErrorReleaseSessions(t *testing.T) {
 	// A model error at batch 2 (a hook stands in for it) also shuts down.
 	boom := errors.New("boom")
 	p, _ = predict.New(m, predict.WithBatchSize(16), predict.WithAllocator(mem), predict.WithHooks(predict.Hook{
-		Before: func(_ context.Context, b predict.BatchInfo, _ arrow.Record) error {
+		Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
 			if b.Index == 2 {
 				return boom
 			}

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/drainpipe/drainpipe/predict"
@@ -222,7 +222,7 @@ func (s *session) destroy() error {
 	return errors.Join(errs...)
 }
 
-func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, error) {
+func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	sh, ok := s.shapes[rows]
 	if !ok {
@@ -243,7 +243,7 @@ func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.Record, err
 		cols[i] = out.column(s.mem)
 		defer cols[i].Release()
 	}
-	return array.NewRecord(s.schema, cols, int64(rows)), nil
+	return array.NewRecordBatch(s.schema, cols, int64(rows)), nil
 }
 
 func keys(m map[int]*shape) []int {

@@ -11,9 +11,9 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -89,7 +89,7 @@ func run(ctx context.Context, w io.Writer, mem memory.Allocator) error {
 }
 
 // testRecord puts the held-out rows in a record: label and features.
-func testRecord(mem memory.Allocator, x *mat.Dense, labels []int) arrow.Record {
+func testRecord(mem memory.Allocator, x *mat.Dense, labels []int) arrow.RecordBatch {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "label", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "features", Type: arrow.FixedSizeListOf(dims, arrow.PrimitiveTypes.Float32)},
@@ -106,5 +106,5 @@ func testRecord(mem memory.Allocator, x *mat.Dense, labels []int) arrow.Record {
 			vb.Append(float32(x.At(i, j)))
 		}
 	}
-	return b.NewRecord()
+	return b.NewRecordBatch()
 }

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -52,7 +52,7 @@ func run(ctx context.Context, out io.Writer, mem memory.Allocator) error {
 		predict.WithBatchSize(batchSize),
 		predict.WithAllocator(mem),
 		predict.WithPassthrough("id"),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.Record) error {
+		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
 			fmt.Fprintf(w, "step %d: %d images + %d padding\n", b.Index+1, b.Rows, b.Padding)
 			return nil
 		}}),

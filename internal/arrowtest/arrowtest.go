@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Allocator returns a checked allocator that fails t if any bytes are still
@@ -22,7 +22,7 @@ func Allocator(t testing.TB) *memory.CheckedAllocator {
 var IDSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
 // IDs returns a record of IDSchema holding start, start+1, …, start+n-1.
-func IDs(mem memory.Allocator, start, n int) arrow.Record {
+func IDs(mem memory.Allocator, start, n int) arrow.RecordBatch {
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
 	for i := range n {
@@ -30,24 +30,24 @@ func IDs(mem memory.Allocator, start, n int) arrow.Record {
 	}
 	col := b.NewArray()
 	defer col.Release()
-	return array.NewRecord(IDSchema, []arrow.Array{col}, int64(n))
+	return array.NewRecordBatch(IDSchema, []arrow.Array{col}, int64(n))
 }
 
 // FloatID returns a one-row record whose "id" column is float64: a schema
 // that differs from IDSchema, for schema-change tests.
-func FloatID(mem memory.Allocator) arrow.Record {
+func FloatID(mem memory.Allocator) arrow.RecordBatch {
 	b := array.NewFloat64Builder(mem)
 	defer b.Release()
 	b.Append(1)
 	col := b.NewArray()
 	defer col.Release()
-	return array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
+	return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Float64}}, nil), []arrow.Array{col}, 1)
 }
 
 // Chunked returns records of IDSchema with the given sizes, numbered on
 // from 0 across them. The caller releases each.
-func Chunked(mem memory.Allocator, sizes []int) []arrow.Record {
-	recs := make([]arrow.Record, len(sizes))
+func Chunked(mem memory.Allocator, sizes []int) []arrow.RecordBatch {
+	recs := make([]arrow.RecordBatch, len(sizes))
 	start := 0
 	for i, n := range sizes {
 		recs[i] = IDs(mem, start, n)
@@ -57,14 +57,14 @@ func Chunked(mem memory.Allocator, sizes []int) []arrow.Record {
 }
 
 // Release releases every record.
-func Release(recs []arrow.Record) {
+func Release(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		r.Release()
 	}
 }
 
 // Int64s returns the values of column name of every record, concatenated.
-func Int64s(t testing.TB, name string, recs ...arrow.Record) []int64 {
+func Int64s(t testing.TB, name string, recs ...arrow.RecordBatch) []int64 {
 	t.Helper()
 	var out []int64
 	for _, r := range recs {

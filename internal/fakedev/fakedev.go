@@ -10,9 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
@@ -92,7 +92,7 @@ type session struct {
 	down atomic.Bool
 }
 
-func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.Record, error) {
+func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.RecordBatch, error) {
 	m := s.m
 	if s.down.Load() {
 		return nil, errors.New("fakedev: predict after shutdown")
@@ -135,7 +135,7 @@ func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.Record, e
 	}
 	col := ys.NewArray()
 	defer col.Release()
-	return array.NewRecord(OutputSchema, []arrow.Array{col}, int64(rows)), nil
+	return array.NewRecordBatch(OutputSchema, []arrow.Array{col}, int64(rows)), nil
 }
 
 func (s *session) Shutdown(context.Context) error {
