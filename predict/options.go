@@ -2,8 +2,10 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -24,6 +26,13 @@ type config struct {
 	keepPadding bool
 	logger      *slog.Logger
 	onStats     func(Stats)
+
+	// Online batching (Batcher, Stream).
+	sessions  int
+	maxDelay  time.Duration
+	queueRows int // 0: 16 batches
+	timeout   time.Duration
+	batchDown bool
 }
 
 // WithBatchSize sets the global batch size: the number of rows of every
@@ -81,6 +90,35 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // after its session has shut down and before its channel closes.
 func WithStats(fn func(Stats)) Option { return func(c *config) { c.onStats = fn } }
 
+// WithSessions runs n groups of sessions (each of WithReplicas sessions)
+// side by side in a [Batcher] or [Predictor.Stream], each taking whole
+// batches: up to n batches run at once. The default is 1.
+func WithSessions(n int) Option { return func(c *config) { c.sessions = n } }
+
+// WithMaxDelay sets how long a [Batcher] or [Predictor.Stream] lets the
+// oldest queued row wait for a batch to fill before running the rows it
+// has, padded to the smallest allowed batch size (Triton's
+// max_queue_delay, TF Serving's batch_timeout). The default is 2ms; 0 runs
+// whatever is queued as soon as a session is free.
+func WithMaxDelay(d time.Duration) Option { return func(c *config) { c.maxDelay = d } }
+
+// WithQueueRows bounds the rows a [Batcher] holds queued: a request beyond
+// it fails at once with [ErrOverloaded] (a request larger than the bound
+// is taken only into an empty queue). [Predictor.Stream] waits for room
+// instead. The default is 16 batches.
+func WithQueueRows(n int) Option { return func(c *config) { c.queueRows = n } }
+
+// WithTimeout sets a default deadline for each [Batcher.Predict] request,
+// used when the request's context has none sooner. The default, 0, sets
+// none.
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithBatchDown makes a [Batcher] or [Predictor.Stream] whose oldest row
+// has waited its delay run the largest allowed batch size it can fill, and
+// keep the remaining rows queued, instead of padding all queued rows up to
+// the next allowed size (TF Serving's BATCH_DOWN). The default is off.
+func WithBatchDown(on bool) Option { return func(c *config) { c.batchDown = on } }
+
 // Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
 // function may be nil. An error from a hook ends the run with that error;
 // the session still shuts down.
@@ -112,6 +150,17 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: batch size %d does not divide by %d replicas", ErrReplicas, c.batchSize, c.replicas)
 	case c.prefetch < 0:
 		return fmt.Errorf("predict: prefetch %d, want 0 or more", c.prefetch)
+	case c.sessions <= 0:
+		return fmt.Errorf("predict: %d sessions, want at least 1", c.sessions)
+	case c.maxDelay < 0:
+		return fmt.Errorf("predict: max delay %v, want 0 or more", c.maxDelay)
+	case c.queueRows < 0:
+		return fmt.Errorf("predict: queue rows %d, want 1 or more", c.queueRows)
+	case c.timeout < 0:
+		return fmt.Errorf("predict: timeout %v, want 0 or more", c.timeout)
+	}
+	if c.queueRows == 0 {
+		c.queueRows = 16 * c.batchSize
 	}
 	if c.batchSizes == nil {
 		return nil
@@ -133,6 +182,25 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: largest size %d, batch size %d", ErrBatchSizes, last, c.batchSize)
 	}
 	return nil
+}
+
+// validateOnline checks the options that only Predict and All take.
+func (c *config) validateOnline() error {
+	switch {
+	case c.keepPadding:
+		return errors.New("predict: WithPadding is for Predict and All, not online batching")
+	case c.prefetch > 0:
+		return errors.New("predict: WithPrefetch is for Predict and All, not online batching")
+	}
+	return nil
+}
+
+// allowedSizes returns the global batch sizes a batch may be padded to.
+func (c *config) allowedSizes() []int {
+	if c.batchSizes == nil {
+		return []int{c.batchSize}
+	}
+	return c.batchSizes
 }
 
 // perReplicaSizes returns the allowed per-replica batch sizes.

@@ -48,7 +48,7 @@ type Predictor struct {
 
 // New returns a Predictor for model.
 func New(model Model, opts ...Option) (*Predictor, error) {
-	c := config{batchSize: 128, replicas: 1, mem: memory.DefaultAllocator}
+	c := config{batchSize: 128, replicas: 1, sessions: 1, maxDelay: 2 * time.Millisecond, mem: memory.DefaultAllocator}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -101,19 +101,25 @@ func (p *Predictor) Predict(ctx context.Context, ds *dataset.Dataset) <-chan Res
 				return false
 			}
 		})
-		if ctx.Err() != nil {
-			p.logAfterStop(ctx, err)
-			return
-		}
-		if err != nil {
-			select {
-			case out <- Result{Batch: -1, Err: err}:
-			case <-ctx.Done():
-				p.logAfterStop(ctx, err)
-			}
-		}
+		p.sendLast(ctx, out, err)
 	}()
 	return out
+}
+
+// sendLast delivers a run's failure as its last Result, or logs it when
+// the consumer has cancelled.
+func (p *Predictor) sendLast(ctx context.Context, out chan<- Result, err error) {
+	if ctx.Err() != nil {
+		p.logAfterStop(ctx, err)
+		return
+	}
+	if err != nil {
+		select {
+		case out <- Result{Batch: -1, Err: err}:
+		case <-ctx.Done():
+			p.logAfterStop(ctx, err)
+		}
+	}
 }
 
 // All runs the model over ds and yields the predictions batch by batch, in

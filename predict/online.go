@@ -1,0 +1,532 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/pad"
+)
+
+var (
+	// ErrOverloaded reports a request refused at once because the queue
+	// already holds its limit of rows (WithQueueRows): load is shed, not
+	// buffered without end.
+	ErrOverloaded = errors.New("predict: overloaded: the request queue is full")
+	// ErrClosed reports a request to a Batcher that is closing or closed.
+	ErrClosed = errors.New("predict: batcher closed")
+)
+
+// Batcher answers prediction requests from any number of goroutines,
+// cutting their rows into batches that close when full or when the oldest
+// queued row has waited the maximum delay (WithMaxDelay), whichever comes
+// first. A batch closed early is padded to the smallest allowed batch size
+// that holds it (WithBatchSizes), so the device still sees a few static
+// shapes. Requests larger than a batch are split across batches and put
+// back together.
+//
+// Make one with [Predictor.Batcher]; it must be closed with Close.
+type Batcher struct {
+	p       *Predictor
+	schema  *arrow.Schema
+	padder  *pad.Padder
+	keep    []int
+	workers []*worker
+
+	base    context.Context // batches run under it
+	stop    context.CancelCauseFunc
+	wake    chan struct{}  // a request arrived, left, or Close began
+	free    chan struct{}  // a worker finished a batch
+	work    chan *job      // batches for the workers
+	stopped chan struct{}  // closed once every session has shut down
+	downErr error          // the sessions' shutdown errors, set before stopped closes
+	running sync.WaitGroup // the dispatcher and the workers
+
+	mu         sync.Mutex
+	queue      []*request // FIFO; the head may be partly dispatched
+	queuedRows int
+	closing    bool
+	flushing   bool // run queued rows without waiting for their delay
+	batches    int  // batches formed, for batch indices
+	stats      onlineStats
+}
+
+// worker runs whole batches on its own sessions (one per replica).
+type worker struct {
+	devices *replicas
+	step    step
+	stats   Stats // step's own counters; the Batcher keeps its own
+}
+
+// job is one batch: consecutive row ranges of queued requests.
+type job struct {
+	index int
+	segs  []segment
+	rows  int // real rows
+	size  int // padded size
+}
+
+type segment struct {
+	req  *request
+	off  int               // the first row of req in this batch
+	rows arrow.RecordBatch // those rows, a zero-copy slice
+}
+
+// Batcher starts the sessions (WithSessions groups of WithReplicas each)
+// and returns a Batcher for records of schema. The sessions are running
+// when it returns. ctx bounds the sessions' start only.
+func (p *Predictor) Batcher(ctx context.Context, schema *arrow.Schema) (*Batcher, error) {
+	return p.startBatcher(ctx, schema)
+}
+
+func (p *Predictor) startBatcher(ctx context.Context, schema *arrow.Schema) (*Batcher, error) {
+	c := &p.cfg
+	if err := c.validateOnline(); err != nil {
+		return nil, err
+	}
+	padder, err := pad.New(c.mem, schema, c.batchSize)
+	if err != nil {
+		return nil, fmt.Errorf("predict: %w", err)
+	}
+	keep, err := columnIndices(schema, c.passthrough)
+	if err != nil {
+		padder.Release()
+		return nil, err
+	}
+	b := &Batcher{p: p, schema: schema, padder: padder, keep: keep,
+		wake: make(chan struct{}, 1), free: make(chan struct{}, c.sessions),
+		work: make(chan *job, c.sessions), stopped: make(chan struct{})}
+	cfg := SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
+	for range c.sessions {
+		devices, err := p.startReplicas(ctx, cfg)
+		if err != nil {
+			for _, w := range b.workers {
+				err = errors.Join(err, w.devices.shutdown(ctx))
+			}
+			padder.Release()
+			return nil, err
+		}
+		w := &worker{devices: devices}
+		w.step = step{p: p, devices: devices, keep: keep, stats: &w.stats}
+		b.workers = append(b.workers, w)
+	}
+	b.base, b.stop = context.WithCancelCause(context.WithoutCancel(ctx))
+	c.logger.LogAttrs(ctx, slog.LevelInfo, "batcher started", slog.Int("batch_size", c.batchSize),
+		slog.Any("batch_sizes", c.allowedSizes()), slog.Int("sessions", c.sessions), slog.Int("replicas", c.replicas),
+		slog.Duration("max_delay", c.maxDelay), slog.Int("queue_rows", c.queueRows))
+	for _, w := range b.workers {
+		b.running.Go(func() { b.runWorker(w) })
+	}
+	b.running.Go(b.dispatch)
+	go func() {
+		b.running.Wait()
+		b.shutdown()
+	}()
+	return b, nil
+}
+
+// Schema returns the schema requests must have.
+func (b *Batcher) Schema() *arrow.Schema { return b.schema }
+
+// Predict queues the rows of rec and returns their predictions: one row per
+// row of rec, in order, owned by the caller. rec stays the caller's; the
+// Batcher holds its own reference while it needs one.
+//
+// The request's deadline is ctx's or the default timeout (WithTimeout),
+// whichever is sooner. A request that expires or is cancelled while queued
+// leaves the queue at once; rows already in a running batch are computed
+// and dropped. A full queue refuses the request at once with
+// [ErrOverloaded], a closing Batcher with [ErrClosed]. A failing batch
+// fails only the requests with rows in it.
+func (b *Batcher) Predict(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if t := b.p.cfg.timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	r, err := b.submit(ctx, rec, true)
+	if err != nil {
+		return nil, err
+	}
+	return b.wait(ctx, r)
+}
+
+// Close stops taking requests (they fail with [ErrClosed]), answers the
+// queued ones, waits for running batches and shuts every session down
+// exactly once. If ctx ends first, the requests still queued fail, running
+// batches see their context cancelled, and the sessions still shut down
+// before Close returns. Close may be called more than once; every call
+// returns the sessions' shutdown errors.
+func (b *Batcher) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	b.signal()
+	select {
+	case <-b.stopped:
+	case <-ctx.Done():
+		err := fmt.Errorf("%w before its requests were answered: %w", ErrClosed, context.Cause(ctx))
+		b.mu.Lock()
+		queued := slices.Clone(b.queue)
+		for _, r := range queued {
+			b.dequeue(r)
+		}
+		b.mu.Unlock()
+		for _, r := range queued {
+			b.settle(r, nil, err)
+		}
+		b.stop(err)
+		<-b.stopped
+	}
+	return b.downErr
+}
+
+// submit queues rec's rows. shed refuses a request beyond the queue limit.
+func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) (*request, error) {
+	if rec == nil {
+		return nil, errors.New("predict: nil record")
+	}
+	if !rec.Schema().Equal(b.schema) {
+		return nil, fmt.Errorf("%w: expected %s, got %s", dataset.ErrSchemaMismatch, b.schema, rec.Schema())
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	rows := int(rec.NumRows())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return nil, ErrClosed
+	}
+	if limit := b.p.cfg.queueRows; shed && b.queuedRows > 0 && b.queuedRows+rows > limit {
+		b.stats.Overloads++
+		return nil, fmt.Errorf("%w: %d rows queued, %d more asked, limit %d", ErrOverloaded, b.queuedRows, rows, limit)
+	}
+	rec.Retain()
+	r := &request{rec: rec, rows: rows, queued: true, arrived: time.Now(), done: make(chan struct{})}
+	b.queue = append(b.queue, r)
+	b.queuedRows += rows
+	b.signal()
+	return r, nil
+}
+
+// wait returns r's predictions, or gives r up when ctx ends first.
+func (b *Batcher) wait(ctx context.Context, r *request) (arrow.RecordBatch, error) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		b.mu.Lock()
+		b.dequeue(r)
+		b.mu.Unlock()
+		if b.settle(r, nil, fmt.Errorf("predict: request: %w", context.Cause(ctx))) {
+			b.mu.Lock()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				b.stats.Timeouts++
+			} else {
+				b.stats.Cancellations++
+			}
+			b.mu.Unlock()
+		}
+	}
+	return r.out, r.err
+}
+
+// signal wakes the dispatcher without blocking.
+func (b *Batcher) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dequeue takes r out of the queue, if it is there. b.mu is held.
+func (b *Batcher) dequeue(r *request) {
+	if !r.queued {
+		return
+	}
+	if i := slices.Index(b.queue, r); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+	}
+	b.queuedRows -= r.rows - r.next
+	r.leave()
+}
+
+// dispatch forms batches while a worker is free, until the Batcher is
+// closed and drained. It never blocks on a device.
+func (b *Batcher) dispatch() {
+	defer close(b.work)
+	idle := len(b.workers)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		j, wait, done := b.next(idle)
+		b.mu.Unlock()
+		if done {
+			return
+		}
+		if j != nil {
+			idle--
+			b.work <- j // buffered for every worker: never blocks
+			continue
+		}
+		var due <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			due = timer.C
+		}
+		select {
+		case <-b.wake:
+		case <-b.free:
+			idle++
+		case <-due:
+		}
+		timer.Stop()
+	}
+}
+
+// next forms the next batch if one is due and a worker is idle; else it
+// says how long until the oldest row's delay is up (0: wait for an event),
+// or that the Batcher is closed and drained. b.mu is held.
+func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
+	c := &b.p.cfg
+	if len(b.queue) == 0 {
+		return nil, 0, b.closing && idle == len(b.workers)
+	}
+	if idle == 0 {
+		return nil, 0, false
+	}
+	now := time.Now()
+	if !b.closing && !b.flushing && b.queuedRows < c.batchSize {
+		if left := b.queue[0].arrived.Add(c.maxDelay).Sub(now); left > 0 {
+			return nil, left, false
+		}
+	}
+	take := min(b.queuedRows, c.batchSize)
+	if c.batchDown && take < c.batchSize {
+		// Run the largest allowed size that is full; keep the rest queued.
+		sizes := c.allowedSizes()
+		for i := len(sizes) - 1; i >= 0; i-- {
+			if sizes[i] <= take {
+				take = sizes[i]
+				break
+			}
+		}
+	}
+	j = &job{index: b.batches, rows: take, size: c.paddedSize(take)}
+	b.batches++
+	for len(b.queue) > 0 {
+		r := b.queue[0]
+		left := r.rows - r.next
+		if left > 0 && take == 0 {
+			break
+		}
+		n := min(left, take)
+		j.segs = append(j.segs, segment{req: r, off: r.next, rows: r.rec.NewSlice(int64(r.next), int64(r.next+n))})
+		r.next += n
+		take -= n
+		b.queuedRows -= n
+		if r.next < r.rows {
+			break
+		}
+		b.queue = b.queue[1:]
+		r.leave()
+		b.stats.queueWait.add(now.Sub(r.arrived))
+	}
+	return j, 0, false
+}
+
+// runWorker runs the batches it is given until the dispatcher stops.
+func (b *Batcher) runWorker(w *worker) {
+	for j := range b.work {
+		b.run(w, j)
+		b.free <- struct{}{} // buffered for every worker: never blocks
+	}
+}
+
+// run predicts one batch and hands each request its rows.
+func (b *Batcher) run(w *worker, j *job) {
+	c := &b.p.cfg
+	began := time.Now()
+	out, err := b.predict(w, j)
+	device := time.Since(began)
+	off := int64(0)
+	for _, s := range j.segs {
+		n := s.rows.NumRows()
+		s.rows.Release()
+		if err != nil {
+			b.mu.Lock()
+			b.dequeue(s.req)
+			b.mu.Unlock()
+			b.settle(s.req, nil, err)
+			continue
+		}
+		b.deliver(s.req, s.off, out.NewSlice(off, off+n))
+		off += n
+	}
+	if out != nil {
+		out.Release()
+	}
+	b.mu.Lock()
+	b.stats.batch(j, device)
+	b.mu.Unlock()
+	if err != nil {
+		c.logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
+	}
+}
+
+// predict pads the batch's rows and runs them through the worker's
+// sessions, hooks and passthrough columns.
+func (b *Batcher) predict(w *worker, j *job) (arrow.RecordBatch, error) {
+	recs := make([]arrow.RecordBatch, len(j.segs))
+	for i, s := range j.segs {
+		recs[i] = s.rows
+	}
+	var rows arrow.RecordBatch
+	if len(recs) == 1 {
+		rows = recs[0]
+		rows.Retain()
+	} else {
+		var err error
+		if rows, err = concatRecords(b.p.cfg.mem, recs); err != nil {
+			return nil, fmt.Errorf("predict: batch %d: %w", j.index, err)
+		}
+	}
+	rec, padding, err := b.padder.PadTo(rows, j.size)
+	rows.Release()
+	if err != nil {
+		return nil, inputError(j.index, err)
+	}
+	return w.step.run(b.base, padded{Batch: Batch{Index: j.index, Record: rec, Padding: padding}, rows: j.rows})
+}
+
+// shutdown shuts every session down once the workers have stopped.
+func (b *Batcher) shutdown() {
+	ctx := context.WithoutCancel(b.base)
+	var errs []error
+	for _, w := range b.workers {
+		errs = append(errs, w.devices.shutdown(ctx))
+	}
+	b.downErr = errors.Join(errs...)
+	b.padder.Release()
+	b.stop(ErrClosed)
+	b.p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "batcher closed", slog.Any("error", b.downErr), b.Stats().attr())
+	close(b.stopped)
+}
+
+// request is one caller's record on its way through the queue.
+type request struct {
+	// Owned by the Batcher's mutex.
+	rec     arrow.RecordBatch // retained while queued
+	rows    int
+	next    int  // rows handed to batches
+	queued  bool // in the queue (or taken out by a batch, partly)
+	arrived time.Time
+
+	// Owned by mu.
+	mu      sync.Mutex
+	pieces  []piece
+	got     int
+	settled bool
+	out     arrow.RecordBatch
+	err     error
+	done    chan struct{} // closed when settled
+}
+
+type piece struct {
+	off int
+	rec arrow.RecordBatch
+}
+
+// leave releases the request's record once it is out of the queue. The
+// Batcher's mutex is held.
+func (r *request) leave() {
+	r.queued = false
+	r.rec.Release()
+	r.rec = nil
+}
+
+// deliver hands r the predictions of its rows from off on. It owns rec.
+func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) {
+	r.mu.Lock()
+	if r.settled {
+		r.mu.Unlock()
+		rec.Release()
+		return
+	}
+	r.pieces = append(r.pieces, piece{off, rec})
+	r.got += int(rec.NumRows())
+	if r.got < r.rows {
+		r.mu.Unlock()
+		return
+	}
+	pieces := r.pieces
+	r.pieces = nil
+	r.mu.Unlock()
+	out, err := b.join(pieces)
+	b.settle(r, out, err)
+}
+
+// join puts a request's pieces together in row order. It owns them.
+func (b *Batcher) join(pieces []piece) (arrow.RecordBatch, error) {
+	if len(pieces) == 1 {
+		return pieces[0].rec, nil
+	}
+	slices.SortFunc(pieces, func(a, b piece) int { return a.off - b.off })
+	recs := pieceRecords(pieces)
+	defer releaseAll(recs)
+	out, err := concatRecords(b.p.cfg.mem, recs)
+	if err != nil {
+		return nil, fmt.Errorf("predict: join a request's batches: %w", err)
+	}
+	return out, nil
+}
+
+// settle gives r its outcome, once: it owns out. It reports whether this
+// call settled r.
+func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
+	r.mu.Lock()
+	if r.settled {
+		r.mu.Unlock()
+		if out != nil {
+			out.Release()
+		}
+		return false
+	}
+	r.settled = true
+	releaseAll(pieceRecords(r.pieces))
+	r.pieces = nil
+	r.out, r.err = out, err
+	close(r.done)
+	r.mu.Unlock()
+	b.mu.Lock()
+	if err == nil {
+		b.stats.answered(r, time.Since(r.arrived))
+	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		b.stats.Failures++
+	}
+	b.mu.Unlock()
+	return true
+}
+
+func pieceRecords(ps []piece) []arrow.RecordBatch {
+	recs := make([]arrow.RecordBatch, len(ps))
+	for i, p := range ps {
+		recs[i] = p.rec
+	}
+	return recs
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}

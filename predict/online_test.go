@@ -1,0 +1,426 @@
+package predict_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+func newBatcher(t *testing.T, m predict.Model, opts ...predict.Option) *predict.Batcher {
+	t.Helper()
+	b, err := newPredictor(t, m, opts...).Batcher(t.Context(), arrowtest.IDSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ask sends ids start..start+n-1 and checks the answer is 2·id for each
+// row, in order. It returns the request's error.
+func ask(t testing.TB, ctx context.Context, b *predict.Batcher, mem memory.Allocator, start, n int) error {
+	rec := arrowtest.IDs(mem, start, n)
+	defer rec.Release()
+	out, err := b.Predict(ctx, rec)
+	if err != nil {
+		return err
+	}
+	defer out.Release()
+	ys := arrowtest.Int64s(t, "y", out)
+	if len(ys) != n {
+		t.Errorf("request of %d rows from %d: %d predictions", n, start, len(ys))
+		return nil
+	}
+	for i, y := range ys {
+		if y != 2*int64(start+i) {
+			t.Errorf("request of %d rows from %d: row %d predicted %d, want %d", n, start, i, y, 2*(start+i))
+			return nil
+		}
+	}
+	return nil
+}
+
+func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m := &fakedev.Model{}
+	b := newBatcher(t, m, predict.WithBatchSizes(4, 8, 16), predict.WithSessions(2), predict.WithReplicas(2),
+		predict.WithMaxDelay(time.Millisecond), predict.WithQueueRows(1000), predict.WithAllocator(mem))
+	var wg sync.WaitGroup
+	sizes := []int{0, 1, 3, 16, 17, 40, 5, 0, 2}
+	for g := range 8 {
+		wg.Go(func() {
+			for i, n := range sizes {
+				if err := ask(t, t.Context(), b, mem, 1000*g+100*i, n); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	assertLifecycle(t, m, 4)
+	for _, cfg := range m.Configs() {
+		if cfg.BatchSize != 8 || !slices.Equal(cfg.BatchSizes, []int{2, 4, 8}) || cfg.Replicas != 2 {
+			t.Fatalf("session config %+v", cfg)
+		}
+	}
+	s := b.Stats()
+	if s.Requests != 8*int64(len(sizes)) || s.Rows != 8*84 || s.QueuedRows != 0 || s.Failures != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := ask(t, t.Context(), b, mem, 0, 1); !errors.Is(err, predict.ErrClosed) {
+		t.Fatalf("request after Close: %v", err)
+	}
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// A batch runs when full, or when its oldest row has waited the delay,
+// padded to the smallest allowed size; never before.
+func TestBatcherDispatchTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{}
+		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond), predict.WithAllocator(mem))
+		defer b.Close(t.Context())
+		var wg sync.WaitGroup
+		send := func(start, n int) {
+			wg.Go(func() {
+				if err := ask(t, t.Context(), b, mem, start, n); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		began := time.Now()
+		send(0, 1)
+		time.Sleep(6 * time.Millisecond)
+		send(1, 1) // a later row does not restart the clock
+		time.Sleep(3999 * time.Microsecond)
+		synctest.Wait()
+		if n := m.Predicts.Load(); n != 0 {
+			t.Fatalf("%d batches before the delay", n)
+		}
+		time.Sleep(time.Microsecond)
+		synctest.Wait()
+		wg.Wait()
+		if got := m.Batches(); len(got) != 1 || got[0].Rows != 2 || got[0].Padding != 0 {
+			t.Fatalf("at the oldest row's delay (%v): batches %+v, want one of 2 rows", time.Since(began), got)
+		}
+
+		send(10, 3) // padded to 4 at the delay
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		wg.Wait()
+		send(20, 8) // full: runs at once
+		synctest.Wait()
+		wg.Wait()
+		want := []fakedev.Seen{{Index: 0, Rows: 2}, {Index: 1, Rows: 3, Padding: 1}, {Index: 2, Rows: 8}}
+		if got := m.Batches(); !slices.Equal(got, want) {
+			t.Fatalf("batches %+v, want %+v", got, want)
+		}
+		if s := b.Stats(); s.BatchSizes[2] != 1 || s.BatchSizes[4] != 1 || s.BatchSizes[8] != 1 || s.PaddedRows != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+		if time.Since(began) != 20*time.Millisecond {
+			t.Fatalf("a full batch waited: %v", time.Since(began))
+		}
+	})
+}
+
+// With BATCH_DOWN, rows past their delay run in the largest allowed size
+// they fill; the remainder waits for the next batch.
+func TestBatcherBatchDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{}
+		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(time.Millisecond),
+			predict.WithBatchDown(true), predict.WithAllocator(mem))
+		if err := ask(t, t.Context(), b, mem, 0, 7); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		want := []fakedev.Seen{{Index: 0, Rows: 4}, {Index: 1, Rows: 2}, {Index: 2, Rows: 1, Padding: 1}}
+		if got := m.Batches(); !slices.Equal(got, want) {
+			t.Fatalf("batches %+v, want %+v", got, want)
+		}
+	})
+}
+
+// A queued request whose deadline passes leaves the queue at that moment,
+// even while a long batch holds the only session; rows of a request that
+// expires inside a running batch are computed and dropped.
+func TestBatcherEvictsExpiredRequestWhileBatchRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{Block: make(chan struct{})}
+		b := newBatcher(t, m, predict.WithBatchSize(4), predict.WithMaxDelay(0),
+			predict.WithTimeout(5*time.Millisecond), predict.WithAllocator(mem))
+		began := time.Now()
+		var running sync.WaitGroup
+		running.Go(func() {
+			if err := ask(t, t.Context(), b, mem, 0, 4); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("request in the blocked batch: %v", err)
+			}
+		})
+		synctest.Wait() // the first batch holds the session
+		err := ask(t, t.Context(), b, mem, 4, 2)
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) != 5*time.Millisecond {
+			t.Fatalf("after %v: %v, want the default timeout at 5ms", time.Since(began), err)
+		}
+		cctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Millisecond, cancel)
+		if err := ask(t, cctx, b, mem, 6, 1); !errors.Is(err, context.Canceled) || time.Since(began) != 6*time.Millisecond {
+			t.Fatalf("cancelled request, after %v: %v", time.Since(began), err)
+		}
+		running.Wait()
+		if s := b.Stats(); s.QueuedRows != 0 || s.Timeouts != 2 || s.Cancellations != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+		close(m.Block)
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Batches(); len(got) != 1 {
+			t.Fatalf("the expired rows ran: %+v", got)
+		}
+	})
+}
+
+// The queue bound holds under a burst: a request beyond it fails at once.
+func TestBatcherOverload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{Block: make(chan struct{})}
+		b := newBatcher(t, m, predict.WithBatchSize(8), predict.WithQueueRows(16), predict.WithAllocator(mem))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := ask(t, t.Context(), b, mem, 0, 8); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait() // the first batch holds the session
+		var overloads atomic.Int32
+		for i := range 9 {
+			wg.Go(func() {
+				err := ask(t, t.Context(), b, mem, 8+8*i, 8)
+				if errors.Is(err, predict.ErrOverloaded) {
+					overloads.Add(1)
+				} else if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait()
+		// One batch runs, two wait in the queue: the other 7 are refused.
+		if s := b.Stats(); s.QueuedRows != 16 || overloads.Load() != 7 || s.Overloads != 7 {
+			t.Fatalf("queued %d rows, %d overloads (stats %d)", s.QueuedRows, overloads.Load(), s.Overloads)
+		}
+		close(m.Block)
+		wg.Wait()
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if s := b.Stats(); s.Requests != 3 {
+			t.Fatalf("answered %d", s.Requests)
+		}
+	})
+}
+
+// A failing or panicking batch fails only the requests with rows in it.
+func TestBatcherFailedBatchFailsOnlyItsRequests(t *testing.T) {
+	for _, how := range []string{"error", "panic"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := arrowtest.Allocator(t)
+				m := &fakedev.Model{Fail: how == "error", FailAt: 1, Panic: how == "panic", PanicAt: 1}
+				b := newBatcher(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+				if err := ask(t, t.Context(), b, mem, 0, 4); err != nil {
+					t.Fatal(err)
+				}
+				// 6 rows: batch 1 holds 4 of them and fails; the request fails whole.
+				err := ask(t, t.Context(), b, mem, 4, 6)
+				want := fakedev.ErrInjected
+				if how == "panic" {
+					want = predict.ErrPanic
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("request in the failing batch: %v", err)
+				}
+				if err := ask(t, t.Context(), b, mem, 10, 3); err != nil {
+					t.Fatalf("the batcher stopped serving: %v", err)
+				}
+				if err := b.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				assertLifecycle(t, m, 1)
+				if s := b.Stats(); s.Failures != 1 || s.Requests != 2 {
+					t.Fatalf("stats %+v", s)
+				}
+			})
+		})
+	}
+}
+
+// Close answers what is queued; past its context, queued requests fail,
+// the running batch is cancelled, and the session still shuts down once.
+func TestBatcherCloseDrainsOrGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{}
+		b := newBatcher(t, m, predict.WithBatchSize(8), predict.WithMaxDelay(time.Hour), predict.WithAllocator(mem))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := ask(t, t.Context(), b, mem, 0, 3); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait()
+		if err := b.Close(t.Context()); err != nil { // runs the queued rows without waiting an hour
+			t.Fatal(err)
+		}
+		wg.Wait()
+		assertLifecycle(t, m, 1)
+
+		m = &fakedev.Model{Block: make(chan struct{})}
+		b = newBatcher(t, m, predict.WithBatchSize(2), predict.WithMaxDelay(0), predict.WithAllocator(mem))
+		errs := make(chan error, 2)
+		for i := range 2 {
+			wg.Go(func() { errs <- ask(t, t.Context(), b, mem, 2*i, 2) })
+			synctest.Wait()
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("request at a Close past its deadline: %v", err)
+			}
+		}
+		assertLifecycle(t, m, 1)
+	})
+}
+
+// Thousands of requests from 64 goroutines, of random sizes up to three
+// batches, with random cancels and deadlines, while the batcher is closed
+// at the end: each gets exactly its rows or an error, nothing wedges, no
+// goroutine or byte leaks, each session starts and shuts down once.
+func TestBatcherCancellationStorm(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m := &fakedev.Model{}
+	const batch = 16
+	b := newBatcher(t, m, predict.WithBatchSizes(4, batch), predict.WithSessions(2), predict.WithMaxDelay(200*time.Microsecond),
+		predict.WithQueueRows(100*batch), predict.WithAllocator(mem))
+	var wg sync.WaitGroup
+	var answered, failed atomic.Int64
+	for g := range 64 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for i := range 40 {
+				ctx, cancel := context.WithCancel(t.Context())
+				rctx, expire := ctx, context.CancelFunc(func() {})
+				switch rng.IntN(4) {
+				case 0:
+					time.AfterFunc(time.Duration(rng.IntN(500))*time.Microsecond, cancel)
+				case 1:
+					rctx, expire = context.WithTimeout(ctx, time.Duration(rng.IntN(2000))*time.Microsecond)
+				}
+				err := ask(t, rctx, b, mem, 10_000*g+100*i, 1+rng.IntN(3*batch))
+				expire()
+				cancel()
+				switch {
+				case err == nil:
+					answered.Add(1)
+				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, predict.ErrOverloaded):
+					failed.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	assertLifecycle(t, m, 2)
+	s := b.Stats()
+	if answered.Load()+failed.Load() != 64*40 || s.Requests != answered.Load() || s.QueuedRows != 0 || answered.Load() == 0 {
+		t.Fatalf("answered %d, failed %d; stats %+v", answered.Load(), failed.Load(), s)
+	}
+	if s.Cancellations == 0 || s.Timeouts == 0 {
+		t.Fatalf("the storm cancelled %d and timed out %d requests: it tests nothing", s.Cancellations, s.Timeouts)
+	}
+	t.Logf("answered %d; cancelled %d, timed out %d, refused %d; %d batches, padding %.1f%%",
+		answered.Load(), s.Cancellations, s.Timeouts, s.Overloads, s.Batches, 100*s.PaddingWaste())
+}
+
+func TestBatcherBadInput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m := &fakedev.Model{}
+	p := newPredictor(t, m, predict.WithPadding(true))
+	if _, err := p.Batcher(t.Context(), arrowtest.IDSchema); err == nil {
+		t.Fatal("WithPadding accepted by a Batcher")
+	}
+	for _, o := range []predict.Option{predict.WithSessions(0), predict.WithMaxDelay(-1), predict.WithQueueRows(-1), predict.WithTimeout(-1)} {
+		if _, err := predict.New(m, o); err == nil {
+			t.Fatal("a bad online option was accepted")
+		}
+	}
+	b := newBatcher(t, m, predict.WithAllocator(mem))
+	rec := arrowtest.FloatID(mem)
+	defer rec.Release()
+	if _, err := b.Predict(t.Context(), rec); !errors.Is(err, dataset.ErrSchemaMismatch) {
+		t.Fatalf("wrong schema: %v", err)
+	}
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m = &fakedev.Model{StartErr: fakedev.ErrInjected, StartErrReplica: 1}
+	if _, err := newPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithSessions(2)).Batcher(t.Context(), arrowtest.IDSchema); !errors.Is(err, fakedev.ErrInjected) {
+		t.Fatalf("start failure: %v", err)
+	}
+	if m.Live.Load() != 0 {
+		t.Fatalf("%d sessions left running after a failed start", m.Live.Load())
+	}
+}
+
+func ExampleBatcher() {
+	p, _ := predict.New(&fakedev.Model{}, predict.WithBatchSizes(8, 32), predict.WithMaxDelay(2*time.Millisecond))
+	b, _ := p.Batcher(context.Background(), arrowtest.IDSchema)
+	defer b.Close(context.Background())
+
+	// Any number of goroutines may call Predict; here one asks for 5 rows.
+	// No more come within 2ms, so they run padded to the allowed size 8.
+	rec := arrowtest.IDs(memory.DefaultAllocator, 100, 5)
+	defer rec.Release()
+	out, err := b.Predict(context.Background(), rec)
+	if err != nil {
+		panic(err)
+	}
+	defer out.Release()
+	s := b.Stats()
+	fmt.Println(out.Column(0), s.Batches, s.PaddedRows)
+	// Output: [200 202 204 206 208] 1 3
+}

@@ -1,0 +1,148 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/semaphore"
+)
+
+// Stream predicts the records arriving on in, of any row counts and at any
+// pace, and streams back one Result per input record, with exactly its
+// rows, in input order (Result.Batch is the record's index). Rows are
+// predicted in batches cut across record boundaries that close when full
+// or when the oldest waiting row has waited the maximum delay
+// (WithMaxDelay), padded to the smallest allowed size that holds them.
+// Records sent on in belong to the stream, which releases them; records
+// received from the channel belong to the receiver.
+//
+// Closing in runs the rows still waiting at once. The stream holds at most
+// WithQueueRows rows it has not yet answered and stops reading in while it
+// is full: a fast producer is slowed, never refused.
+//
+// The contract is Predict's: drain the channel or cancel ctx. The sessions
+// shut down exactly once, and the channel closes after they have. A
+// failure arrives as the last Result; the stream then stops reading in, so
+// a producer should also watch ctx (cancel it once the consumer stops).
+func (p *Predictor) Stream(ctx context.Context, schema *arrow.Schema, in <-chan arrow.RecordBatch) <-chan Result {
+	out := make(chan Result)
+	go func() {
+		defer close(out)
+		p.sendLast(ctx, out, p.stream(ctx, schema, in, out))
+	}()
+	return out
+}
+
+func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan arrow.RecordBatch, out chan<- Result) (err error) {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	b, err := p.startBatcher(ctx, schema)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	room := semaphore.NewWeighted(int64(p.cfg.queueRows))
+	type pending struct {
+		req    *request
+		weight int64
+	}
+	queued := make(chan pending, 64)
+	var readErr error
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		defer close(queued)
+		// The input is closed or the stream stops: run what waits now.
+		defer b.flush()
+		for i := 0; ; i++ {
+			var rec arrow.RecordBatch
+			select {
+			case r, ok := <-in:
+				if !ok {
+					return
+				}
+				rec = r
+			case <-ctx.Done():
+				return
+			}
+			w := min(rec.NumRows(), int64(p.cfg.queueRows))
+			if err := room.Acquire(ctx, w); err != nil {
+				rec.Release()
+				return
+			}
+			r, err := b.submit(ctx, rec, false)
+			rec.Release()
+			if err != nil {
+				room.Release(w)
+				if ctx.Err() == nil {
+					// Answer the records before this one, then fail.
+					readErr = fmt.Errorf("predict: stream record %d: %w", i, err)
+				}
+				return
+			}
+			queued <- pending{r, w} // the writer takes or discards every one
+		}
+	})
+	defer func() {
+		cancel(errStreamDone)
+		for q := range queued {
+			b.abandon(q.req)
+		}
+		reader.Wait()
+		err = errors.Join(err, b.Close(context.WithoutCancel(ctx)))
+	}()
+	i := 0
+	for q := range queued {
+		rec, err := b.wait(ctx, q.req)
+		room.Release(q.weight)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return fmt.Errorf("predict: stream record %d: %w", i, err)
+		}
+		select {
+		case out <- Result{Record: rec, Batch: i}:
+		case <-ctx.Done():
+			rec.Release()
+			return context.Cause(ctx)
+		}
+		i++
+	}
+	reader.Wait()
+	if readErr != nil {
+		return readErr
+	}
+	return context.Cause(ctx)
+}
+
+// errStreamDone cancels a stream's own context when it returns.
+var errStreamDone = errors.New("predict: stream done")
+
+// flush makes the queued rows due now, as when closing, but keeps taking
+// requests.
+func (b *Batcher) flush() {
+	b.mu.Lock()
+	b.flushing = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+// abandon gives r up: its queued rows leave the queue and its
+// predictions, come or to come, are dropped.
+func (b *Batcher) abandon(r *request) {
+	b.mu.Lock()
+	b.dequeue(r)
+	b.mu.Unlock()
+	if !b.settle(r, nil, context.Canceled) {
+		r.mu.Lock()
+		if r.out != nil {
+			r.out.Release()
+			r.out = nil
+		}
+		r.mu.Unlock()
+	}
+}
