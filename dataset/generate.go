@@ -28,8 +28,8 @@ func Generate(mem memory.Allocator, schema *arrow.Schema, rows, chunk int, fill 
 }
 
 // TensorSchema returns the schema of [UniformTensors]: an int64 "id" column
-// and a fixed_size_list<float32>[width] "features" column, nullable as
-// Parquet writers need it to be (see package sink), though it holds no nulls.
+// and a fixed_size_list<float32>[width] "features" column, nullable like a
+// column read back from most files, though it holds no nulls.
 func TensorSchema(width int) *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},

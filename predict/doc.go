@@ -48,15 +48,41 @@
 // allowed size that holds it (TF Serving's allowed_batch_sizes). [Stats]
 // say where a run spent its time.
 //
+// # Online: requests and streams
+//
+// Services that predict as requests arrive cannot wait for a full batch.
+// A [Batcher] ([Predictor.Batcher]) takes requests from any number of
+// goroutines ([Batcher.Predict]); [Predictor.Stream] takes records from a
+// channel, of any sizes and at any pace, and returns one Result per record.
+// Both cut rows into batches across request boundaries, and a batch runs
+// when it is full or when its oldest row has waited [WithMaxDelay],
+// padded to the smallest allowed size that holds it ([WithBatchSizes]), so
+// the device still sees a few static shapes. [WithBatchDown] runs the
+// largest allowed size it can fill instead and keeps the rest queued.
+//
+// The queue is bounded ([WithQueueRows]): a Batcher refuses a request
+// beyond it at once with [ErrOverloaded]; a Stream stops reading its
+// channel until there is room. A request's deadline is its context's or
+// [WithTimeout]'s; one that expires or is cancelled leaves the queue at
+// that moment, even while a long batch runs, and rows already in a running
+// batch are computed and dropped. A failing batch fails only its requests.
+// [WithSessions] runs several session groups, each taking whole batches.
+// [Batcher.Close] answers what is queued and shuts every session down once;
+// [Batcher.Stats] is a snapshot of batch sizes, padding, queue wait and
+// latency percentiles, overloads, timeouts and cancellations.
+//
 // # Ownership
 //
 // A Result's Record belongs to the receiver, which must Release it. A record
-// yielded by All is borrowed for one iteration.
+// yielded by All is borrowed for one iteration. A record passed to
+// Batcher.Predict stays the caller's; one sent to a Stream becomes the
+// stream's.
 //
 // # Errors
 //
 // Errors name the batch index and what was expected and got. Callers branch
 // with errors.Is on [ErrRowCount], [ErrPanic], [ErrColumn],
-// [ErrOutputSchema], [ErrBatchSize] and the sentinels of the dataset and pad
+// [ErrOutputSchema], [ErrBatchSize], [ErrOverloaded], [ErrClosed],
+// context.DeadlineExceeded and the sentinels of the dataset and pad
 // packages.
 package predict

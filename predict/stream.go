@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/semaphore"
@@ -24,7 +25,8 @@ import (
 // is full: a fast producer is slowed, never refused.
 //
 // The contract is Predict's: drain the channel or cancel ctx. The sessions
-// shut down exactly once, and the channel closes after they have. A
+// shut down exactly once, and the channel closes after they have (and after
+// the WithStats function, if any, has had the run's Stats). A
 // failure arrives as the last Result; the stream then stops reading in, so
 // a producer should also watch ctx (cancel it once the consumer stops).
 func (p *Predictor) Stream(ctx context.Context, schema *arrow.Schema, in <-chan arrow.RecordBatch) <-chan Result {
@@ -40,6 +42,7 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
+	began := time.Now()
 	b, err := p.startBatcher(ctx, schema)
 	if err != nil {
 		return err
@@ -93,6 +96,10 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 		}
 		reader.Wait()
 		err = errors.Join(err, b.Close(context.WithoutCancel(ctx)))
+		if fn := p.cfg.onStats; fn != nil {
+			s := b.Stats()
+			fn(Stats{Rows: s.Rows, Batches: s.Batches, PaddedRows: s.PaddedRows, DeviceTime: s.DeviceTime, Wall: time.Since(began)})
+		}
 	}()
 	i := 0
 	for q := range queued {

@@ -88,9 +88,15 @@ func TestStreamMatchesPredictor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := collect(t, p.Stream(t.Context(), arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), 0)), sizes)
+		var st predict.Stats
+		sp := newPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithSessions(1+trial%2), predict.WithQueueRows(64),
+			predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }))
+		got, err := collect(t, sp.Stream(t.Context(), arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), 0)), sizes)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if st.Rows != int64(f.total) || st.Batches == 0 && f.total > 0 {
+			t.Fatalf("stats %+v for %d rows", st, f.total)
 		}
 		if !slices.Equal(got, want) || len(got) != f.total {
 			t.Fatalf("trial %d, sizes %v: stream %d rows, predictor %d, or they differ", trial, sizes, len(got), len(want))
