@@ -57,8 +57,11 @@
 // Both cut rows into batches across request boundaries, and a batch runs
 // when it is full or when its oldest row has waited [WithMaxDelay],
 // padded to the smallest allowed size that holds it ([WithBatchSizes]), so
-// the device still sees a few static shapes. [WithBatchDown] runs the
-// largest allowed size it can fill instead and keeps the rest queued.
+// the device still sees a few static shapes. By default a free session
+// also takes at once the largest allowed size the queue fills
+// ([WithEager]), so a device is not left idle while rows wait for a batch
+// that will not fill; [WithBatchDown] runs the largest allowed size it can
+// fill when the delay is up and keeps the rest queued.
 //
 // The queue is bounded ([WithQueueRows]): a Batcher refuses a request
 // beyond it at once with [ErrOverloaded]; a Stream stops reading its

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,12 +43,13 @@ type Batcher struct {
 
 	base    context.Context // batches run under it
 	stop    context.CancelCauseFunc
-	wake    chan struct{}  // a request arrived, left, or Close began
-	free    chan struct{}  // a worker finished a batch
-	work    chan *job      // batches for the workers
-	stopped chan struct{}  // closed once every session has shut down
-	downErr error          // the sessions' shutdown errors, set before stopped closes
-	running sync.WaitGroup // the dispatcher and the workers
+	wake    chan struct{}                // a request arrived, left, or Close began
+	free    chan struct{}                // a worker finished a batch
+	work    chan *job                    // batches for the workers
+	stopped chan struct{}                // closed once every session has shut down
+	downErr error                        // the sessions' shutdown errors, set before stopped closes
+	running sync.WaitGroup               // the dispatcher and the workers
+	seen    atomic.Pointer[arrow.Schema] // the last request schema found equal
 
 	mu         sync.Mutex
 	queue      []*request // FIFO; the head may be partly dispatched
@@ -193,8 +195,13 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 	if rec == nil {
 		return nil, errors.New("predict: nil record")
 	}
-	if !rec.Schema().Equal(b.schema) {
-		return nil, fmt.Errorf("%w: expected %s, got %s", dataset.ErrSchemaMismatch, b.schema, rec.Schema())
+	if s := rec.Schema(); s != b.schema && s != b.seen.Load() {
+		if !s.Equal(b.schema) {
+			return nil, fmt.Errorf("%w: expected %s, got %s", dataset.ErrSchemaMismatch, b.schema, s)
+		}
+		// Callers tend to send records of one schema value: compare by
+		// pointer from now on.
+		b.seen.Store(s)
 	}
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
@@ -305,15 +312,16 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 		return nil, 0, false
 	}
 	now := time.Now()
-	if !b.closing && !b.flushing && b.queuedRows < c.batchSize {
+	sizes := c.allowedSizes()
+	eager := c.eager && b.queuedRows >= sizes[0]
+	if !b.closing && !b.flushing && !eager && b.queuedRows < c.batchSize {
 		if left := b.queue[0].arrived.Add(c.maxDelay).Sub(now); left > 0 {
 			return nil, left, false
 		}
 	}
 	take := min(b.queuedRows, c.batchSize)
-	if c.batchDown && take < c.batchSize {
+	if (c.batchDown || eager) && take < c.batchSize {
 		// Run the largest allowed size that is full; keep the rest queued.
-		sizes := c.allowedSizes()
 		for i := len(sizes) - 1; i >= 0; i-- {
 			if sizes[i] <= take {
 				take = sizes[i]
@@ -330,7 +338,13 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 			break
 		}
 		n := min(left, take)
-		j.segs = append(j.segs, segment{req: r, off: r.next, rows: r.rec.NewSlice(int64(r.next), int64(r.next+n))})
+		seg := segment{req: r, off: r.next, rows: r.rec}
+		if n == r.rows {
+			r.rec.Retain() // the whole request: no slice needed
+		} else {
+			seg.rows = r.rec.NewSlice(int64(r.next), int64(r.next+n))
+		}
+		j.segs = append(j.segs, seg)
 		r.next += n
 		take -= n
 		b.queuedRows -= n
@@ -369,7 +383,12 @@ func (b *Batcher) run(w *worker, j *job) {
 			b.settle(s.req, nil, err)
 			continue
 		}
-		b.deliver(s.req, s.off, out.NewSlice(off, off+n))
+		if n == out.NumRows() {
+			out.Retain() // the whole batch is this request's
+			b.deliver(s.req, s.off, out)
+		} else {
+			b.deliver(s.req, s.off, out.NewSlice(off, off+n))
+		}
 		off += n
 	}
 	if out != nil {

@@ -91,13 +91,14 @@ func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
 	}
 }
 
-// A batch runs when full, or when its oldest row has waited the delay,
-// padded to the smallest allowed size; never before.
+// Not eager, a batch runs when full, or when its oldest row has waited the
+// delay, padded to the smallest allowed size; never before.
 func TestBatcherDispatchTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond), predict.WithAllocator(mem))
+		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond),
+			predict.WithEager(false), predict.WithAllocator(mem))
 		defer b.Close(t.Context())
 		var wg sync.WaitGroup
 		send := func(start, n int) {
@@ -150,7 +151,7 @@ func TestBatcherBatchDown(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
 		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(time.Millisecond),
-			predict.WithBatchDown(true), predict.WithAllocator(mem))
+			predict.WithBatchDown(true), predict.WithEager(false), predict.WithAllocator(mem))
 		if err := ask(t, t.Context(), b, mem, 0, 7); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +161,36 @@ func TestBatcherBatchDown(t *testing.T) {
 		want := []fakedev.Seen{{Index: 0, Rows: 4}, {Index: 1, Rows: 2}, {Index: 2, Rows: 1, Padding: 1}}
 		if got := m.Batches(); !slices.Equal(got, want) {
 			t.Fatalf("batches %+v, want %+v", got, want)
+		}
+	})
+}
+
+// Eager (the default): a free session runs the largest allowed size the
+// queue fills at once; a remainder that fills none waits for the delay.
+func TestBatcherEager(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{}
+		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond), predict.WithAllocator(mem))
+		began := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := ask(t, t.Context(), b, mem, 0, 5); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait()
+		// 4 rows run at once; the 1-row remainder fills no allowed size.
+		if got := m.Batches(); !slices.Equal(got, []fakedev.Seen{{Index: 0, Rows: 4}}) || time.Since(began) != 0 {
+			t.Fatalf("at once: batches %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+		wg.Wait()
+		if got := m.Batches(); !slices.Equal(got, []fakedev.Seen{{Index: 0, Rows: 4}, {Index: 1, Rows: 1, Padding: 1}}) {
+			t.Fatalf("after the delay: batches %+v", got)
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

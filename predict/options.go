@@ -33,6 +33,7 @@ type config struct {
 	queueRows int // 0: 16 batches
 	timeout   time.Duration
 	batchDown bool
+	eager     bool
 }
 
 // WithBatchSize sets the global batch size: the number of rows of every
@@ -118,6 +119,16 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // keep the remaining rows queued, instead of padding all queued rows up to
 // the next allowed size (TF Serving's BATCH_DOWN). The default is off.
 func WithBatchDown(on bool) Option { return func(c *config) { c.batchDown = on } }
+
+// WithEager lets a free session of a [Batcher] or [Predictor.Stream] take
+// the largest allowed batch size the queued rows fill at once, without
+// waiting for the delay (Triton's preferred batch sizes); rows that fill no
+// allowed size wait for the delay as usual. It keeps sessions busy when few
+// rows wait at a time and the batch size is seldom reached; under load the
+// queue grows while sessions are busy and batches grow with it. The
+// default is on (BENCHMARKS.md has the figures); off, a batch runs only
+// when full or when its oldest row has waited the delay.
+func WithEager(on bool) Option { return func(c *config) { c.eager = on } }
 
 // Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
 // function may be nil. An error from a hook ends the run with that error;

@@ -48,7 +48,7 @@ type Predictor struct {
 
 // New returns a Predictor for model.
 func New(model Model, opts ...Option) (*Predictor, error) {
-	c := config{batchSize: 128, replicas: 1, sessions: 1, maxDelay: 2 * time.Millisecond, mem: memory.DefaultAllocator}
+	c := config{batchSize: 128, replicas: 1, sessions: 1, maxDelay: 2 * time.Millisecond, eager: true, mem: memory.DefaultAllocator}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -53,7 +53,9 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 		req    *request
 		weight int64
 	}
-	queued := make(chan pending, 64)
+	// Records in flight are bounded by room (a record weighs at least 1),
+	// so this buffer rarely fills; when it does, the reader waits.
+	queued := make(chan pending, min(p.cfg.queueRows, 1<<16))
 	var readErr error
 	var reader sync.WaitGroup
 	reader.Go(func() {
@@ -71,7 +73,7 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 			case <-ctx.Done():
 				return
 			}
-			w := min(rec.NumRows(), int64(p.cfg.queueRows))
+			w := min(max(rec.NumRows(), 1), int64(p.cfg.queueRows))
 			if err := room.Acquire(ctx, w); err != nil {
 				rec.Release()
 				return
