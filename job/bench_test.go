@@ -3,12 +3,16 @@ package job_test
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/sink"
 )
 
 // BenchmarkJob runs a Parquet-to-Parquet job of 100,000 rows with a small
@@ -30,4 +34,68 @@ func BenchmarkJob(b *testing.B) {
 		}
 	}
 	b.ReportMetric(100_000*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkOutputs compares a job's two outputs with the same model fed by
+// the same reader and writing nothing: 200,000 rows of 64 features in
+// Parquet, MLP 64-256-256-10, batch 256. The write's cost is what the
+// folder and file runs lose against "no-output".
+//
+//	go test -tags openblas -run '^$' -bench Outputs -benchtime 3x ./job
+func BenchmarkOutputs(b *testing.B) {
+	const rows, features = 200_000, 64
+	mem := memory.NewGoAllocator()
+	dir := b.TempDir()
+	input := filepath.Join(dir, "in.parquet")
+	w, err := sink.Create(input, dataset.TensorSchema(features))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rec, err := range dataset.UniformTensors(mem, rows, features, 4096, 1).Records() {
+		if err == nil {
+			err = w.Write(rec)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	m, err := cpu.NewMLP([]int{features, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := func(out string) job.Config {
+		return job.Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "bench", InputSize: features,
+			Keep: []string{"id"}, BatchSize: 256, Prefetch: -1, Overwrite: true, Allocator: mem}
+	}
+	b.Run("no-output", func(b *testing.B) {
+		p, err := predict.New(m, predict.WithBatchSize(256), predict.WithPassthrough("id"), predict.WithPrefetch(1<<14/256+2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			ds, err := dataset.Files([]string{input}, dataset.WithReadRows(1<<14))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, err := range p.All(b.Context(), ds) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	for _, out := range []string{"folder/", "out.parquet"} {
+		b.Run(strings.TrimSuffix(out, "/"), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := job.Run(b.Context(), cfg(dir+"/"+out)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }

@@ -32,6 +32,9 @@ var (
 	// ErrChanged reports a resume whose inputs, model or settings differ
 	// from the interrupted run's.
 	ErrChanged = errors.New("job: inputs, model or settings changed since the interrupted run")
+	// ErrNotOutput reports an output folder that holds files the job did
+	// not write; it is never written into or cleared.
+	ErrNotOutput = errors.New("job: not a drainpipe output folder")
 	// ErrFeatures reports feature columns that are missing or unusable.
 	ErrFeatures = errors.New("job: bad feature columns")
 )
@@ -39,7 +42,7 @@ var (
 // Config describes a job.
 type Config struct {
 	Inputs []string // files or glob patterns
-	Output string   // .parquet, .arrow or .arrows
+	Output string   // .parquet, .arrow or .arrows; or a folder (see Run)
 
 	Model     predict.Model
 	ModelID   string // identifies the model's content (a digest), for resuming
@@ -119,43 +122,65 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// IsFolder reports whether output names a folder output: it ends in a
+// path separator or is an existing folder.
+func IsFolder(output string) bool {
+	if strings.HasSuffix(output, "/") || strings.HasSuffix(output, string(filepath.Separator)) {
+		return true
+	}
+	st, err := os.Stat(output)
+	return err == nil && st.IsDir()
+}
+
 // Run runs the job to completion, or until ctx is cancelled or a step
 // fails; the parts written so far then stay for a resume.
+//
+// The output is a file (.parquet, .arrow, .arrows), written once every
+// part is done by merging them; or a folder ([IsFolder]) that holds the
+// parts themselves as Parquet files (part-00000.parquet, …), the manifest
+// (_manifest.json), and a _SUCCESS marker written last, as Spark, Hive and
+// Beam write datasets: no merge, no second write.
 func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	if _, err := sink.FormatOf(cfg.Output); err != nil {
+	l := layout{dir: cfg.Output + ".parts"}
+	if IsFolder(cfg.Output) {
+		l = layout{dir: filepath.Clean(cfg.Output), folder: true}
+	} else if _, err := sink.FormatOf(cfg.Output); err != nil {
 		return nil, err
 	}
 	fingerprint, err := cfg.fingerprint()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(cfg.Output); err == nil && !cfg.Overwrite {
-		// A run killed between writing the output and removing its parts
-		// has finished: resuming it only tidies up.
-		if rows, ok := finished(cfg.Output+".parts", fingerprint); ok && cfg.Resume {
+	if err := cfg.checkOutput(l, fingerprint); err != nil {
+		if errors.Is(err, errFinished) {
+			// A run killed after its output was complete: resuming it only
+			// tidies up.
+			rows, _ := finished(l, fingerprint)
 			return &Summary{Output: cfg.Output, Rows: rows, ResumedRows: rows, Wall: time.Since(began)}, nil
 		}
-		return nil, fmt.Errorf("%w: %s", ErrOutputExists, cfg.Output)
+		return nil, err
 	}
 	ds, err := cfg.dataset()
 	if err != nil {
 		return nil, err
 	}
-	parts, err := openParts(cfg.Output+".parts", fingerprint, cfg.PartRows, cfg.Resume, cfg.Overwrite)
+	parts, err := openParts(l, fingerprint, cfg.PartRows, cfg.Resume, cfg.Overwrite)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		// A run that failed before its first part leaves nothing to resume.
 		if err != nil && len(parts.m.Parts) == 0 {
-			os.RemoveAll(parts.dir)
+			parts.clear()
 		}
 	}()
-	removeStrayTemps(cfg.Output)
+	if !l.folder {
+		removeStrayTemps(cfg.Output)
+	}
 
 	total, err := dataset.FilesRows(cfg.Inputs, dataset.WithShard(cfg.Shard))
 	if err != nil {
@@ -165,13 +190,13 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if resumed > 0 {
 		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
 	}
-	sum = &Summary{Output: cfg.Output, ResumedRows: resumed}
+	var stats predict.Stats
 	opts := append([]predict.Option{
 		predict.WithBatchSize(cfg.BatchSize),
 		predict.WithAllocator(cfg.Allocator),
 		predict.WithPassthrough(cfg.Keep...),
 		predict.WithLogger(cfg.Logger),
-		predict.WithStats(func(s predict.Stats) { sum.Stats = s }),
+		predict.WithStats(func(s predict.Stats) { stats = s }),
 		predict.WithPrefetch(cfg.Prefetch),
 	}, cfg.Predict...)
 	p, err := predict.New(cfg.Model, opts...)
@@ -179,37 +204,85 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		return nil, err
 	}
 
+	// The channel form runs the device in a goroutine of its own, so
+	// writing a batch here overlaps with predicting the next.
 	w := &partWriter{parts: parts, mem: cfg.Allocator}
 	done := resumed
-	for rec, err := range p.All(ctx, dataset.Skip(ds, resumed)) {
-		if err != nil {
-			w.abort()
-			return nil, err
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	var failed error
+	for r := range p.Predict(run, dataset.Skip(ds, resumed)) {
+		if r.Err != nil {
+			failed = r.Err
+			continue
 		}
-		if err := w.write(rec); err != nil {
-			w.abort()
-			return nil, err
+		if failed == nil {
+			if failed = w.write(r.Record); failed != nil {
+				stop() // the channel closes once the device is down
+			} else {
+				done += r.Record.NumRows()
+			}
 		}
-		done += rec.NumRows()
-		if cfg.Progress != nil {
+		r.Record.Release()
+		if failed == nil && cfg.Progress != nil {
 			cfg.Progress(done, total)
 		}
+	}
+	if failed == nil {
+		failed = context.Cause(ctx)
+	}
+	if failed != nil {
+		w.abort()
+		return nil, failed
 	}
 	if err := w.finish(); err != nil {
 		return nil, err
 	}
 	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(ds.Schema()) }
-	if err := parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator); err != nil {
+	if l.folder {
+		err = parts.seal(empty, cfg.Allocator)
+	} else {
+		err = parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator)
+	}
+	if err != nil {
 		return nil, err
 	}
-	sum.Rows = done
-	sum.Batches, sum.PaddedRows = sum.Stats.Batches, sum.Stats.PaddedRows
-	sum.Parts = len(parts.m.Parts)
-	sum.Wall = time.Since(began)
+	sum = &Summary{Output: cfg.Output, Rows: done, ResumedRows: resumed, Stats: stats,
+		Batches: stats.Batches, PaddedRows: stats.PaddedRows, Parts: len(parts.m.Parts), Wall: time.Since(began)}
 	if s := sum.Wall.Seconds(); s > 0 {
 		sum.RowsPerSecond = float64(done-resumed) / s
 	}
 	return sum, nil
+}
+
+// errFinished reports an output this job completed in an earlier run.
+var errFinished = errors.New("job: finished")
+
+// checkOutput refuses to replace a complete output without Overwrite, and
+// never touches a folder the job did not write.
+func (c *Config) checkOutput(l layout, fingerprint string) error {
+	complete := c.Output
+	if l.folder {
+		complete = filepath.Join(l.dir, successName)
+		entries, err := os.ReadDir(l.dir)
+		if err == nil && len(entries) > 0 && !slices.ContainsFunc(entries, func(e os.DirEntry) bool {
+			return e.Name() == folderManifestName || e.Name() == successName
+		}) {
+			return fmt.Errorf("%w: %s holds files of its own and no drainpipe manifest", ErrNotOutput, l.dir)
+		}
+	}
+	if _, err := os.Stat(complete); err != nil || c.Overwrite {
+		return nil
+	}
+	if c.Resume {
+		if data, err := os.ReadFile(l.manifest()); err == nil {
+			var m manifest
+			if json.Unmarshal(data, &m) == nil && m.Fingerprint == fingerprint {
+				return errFinished
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrOutputExists, c.Output)
 }
 
 // dataset opens the inputs, projected to the columns the job needs, with

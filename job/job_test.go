@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -101,11 +103,7 @@ func TestRunWritesEveryRowOnce(t *testing.T) {
 	if sum.Rows != 1003 || sum.Batches != 32 || sum.PaddedRows != 21 || sum.Parts != 8 {
 		t.Fatalf("summary %+v", sum)
 	}
-	want := make([]int64, 1003)
-	for i := range want {
-		want[i] = int64(i)
-	}
-	if got := outputIDs(t, out); !slices.Equal(got, want) {
+	if got := outputIDs(t, out); !slices.Equal(got, seqIDs(1003)) {
 		t.Fatalf("output ids: %d rows, want 0..1002 once each", len(got))
 	}
 	if _, err := os.Stat(out + ".parts"); !errors.Is(err, os.ErrNotExist) {
@@ -270,5 +268,153 @@ func TestBadJobs(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 			t.Errorf("%s: left %v behind", tc.name, entries)
 		}
+	}
+}
+
+// folderFiles returns the files of a folder output by name, with their
+// bytes (the manifest and the marker included).
+func folderFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+func TestFolderOutput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 1003)
+	out := filepath.Join(t.TempDir(), "out") + "/"
+	sum, err := job.Run(t.Context(), config(mem, input, out, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 1003 || sum.Parts != 8 {
+		t.Fatalf("summary %+v", sum)
+	}
+	files := folderFiles(t, out)
+	names := slices.Sorted(maps.Keys(files))
+	want := []string{"_SUCCESS", "_manifest.json"}
+	for i := range 8 {
+		want = append(want, fmt.Sprintf("part-%05d.parquet", i))
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("folder holds %v, want %v", names, want)
+	}
+	if got := outputIDs(t, filepath.Join(out, "*.parquet")); !slices.Equal(got, seqIDs(1003)) {
+		t.Fatalf("the folder read as a dataset: %d rows, want 0..1002 once each", len(got))
+	}
+	if !strings.Contains(string(files["_SUCCESS"]), `"rows": 1003`) {
+		t.Fatalf("_SUCCESS: %s", files["_SUCCESS"])
+	}
+	if _, err := os.Stat(filepath.Clean(out) + ".parts"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a parts folder beside the output")
+	}
+	// Complete: refused without Overwrite, a no-op with Resume, redone with
+	// Overwrite (an existing folder is a folder output without the slash).
+	cfg := config(mem, input, filepath.Clean(out), m)
+	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrOutputExists) {
+		t.Fatalf("second run: %v", err)
+	}
+	cfg.Resume = true
+	if sum, err := job.Run(t.Context(), cfg); err != nil || sum.Rows != 1003 || sum.Batches != 0 {
+		t.Fatalf("resuming a complete folder: %+v, %v", sum, err)
+	}
+	cfg.Resume, cfg.Overwrite = false, true
+	if _, err := job.Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(folderFiles(t, out), files, bytes.Equal) {
+		t.Fatal("an overwritten folder differs from the first run's")
+	}
+}
+
+// A folder output killed (cancelled) at several points and resumed holds
+// the same files, byte for byte, as one never interrupted, and no
+// _SUCCESS until it is complete.
+func TestFolderResumeIsIdentical(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 2000)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref") + "/"
+	if _, err := job.Run(t.Context(), config(mem, input, ref, m)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out") + "/"
+	for _, stopAt := range []int64{250, 700, 1500} {
+		cfg := config(mem, input, out, m)
+		cfg.Resume = true
+		interrupt(t, cfg, stopAt)
+		if _, err := os.Stat(filepath.Join(out, "_SUCCESS")); err == nil {
+			t.Fatal("_SUCCESS in an unfinished folder")
+		}
+	}
+	cfg := config(mem, input, out, m)
+	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrInterrupted) {
+		t.Fatalf("rerun without resume: err %v", err)
+	}
+	cfg.Resume = true
+	if sum, err := job.Run(t.Context(), cfg); err != nil || sum.ResumedRows == 0 {
+		t.Fatalf("resume: %+v, %v", sum, err)
+	}
+	if !maps.EqualFunc(folderFiles(t, out), folderFiles(t, ref), bytes.Equal) {
+		t.Fatal("the resumed folder differs from the uninterrupted one")
+	}
+}
+
+// A folder the job did not write is never written into or cleared.
+func TestFolderOutputLeavesForeignFolders(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 100)
+	out := t.TempDir()
+	mine := filepath.Join(out, "notes.txt")
+	os.WriteFile(mine, []byte("mine"), 0o644)
+	for _, overwrite := range []bool{false, true} {
+		cfg := config(mem, input, out, m)
+		cfg.Overwrite = overwrite
+		if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrNotOutput) {
+			t.Fatalf("overwrite %v: err %v", overwrite, err)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Fatalf("the folder was touched: %v", entries)
+	}
+}
+
+func seqIDs(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+// A job over no rows leaves a folder with one empty part of the output's
+// schema, so the folder still reads as a dataset.
+func TestFolderOutputOfNoRows(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 0)
+	out := filepath.Join(t.TempDir(), "out") + "/"
+	if sum, err := job.Run(t.Context(), config(mem, input, out, m)); err != nil || sum.Rows != 0 || sum.Parts != 1 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	ds, err := dataset.Files([]string{filepath.Join(out, "*.parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ds.Schema().String(); !strings.Contains(got, "id: type=int64") || !strings.Contains(got, "probabilities") {
+		t.Fatalf("schema %s", got)
+	}
+	if n, err := ds.Rows(); n != 0 || err != nil {
+		t.Fatalf("%d rows, %v", n, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -27,66 +28,131 @@ type part struct {
 	Rows int64  `json:"rows"`
 }
 
-const manifestName = "manifest.json"
+// Names in a parts folder. A folder output keeps its manifest, beside the
+// parts, under a name that readers of *.parquet globs and of Spark-style
+// folders pass over.
+const (
+	manifestName       = "manifest.json"
+	folderManifestName = "_manifest.json"
+	successName        = "_SUCCESS"
+)
+
+// layout is where a job's parts live and what they become.
+type layout struct {
+	dir    string
+	folder bool // the parts are the output: Parquet files and a _SUCCESS marker
+}
+
+func (l layout) manifest() string {
+	if l.folder {
+		return filepath.Join(l.dir, folderManifestName)
+	}
+	return filepath.Join(l.dir, manifestName)
+}
+
+func (l layout) partName(i int) string {
+	if l.folder {
+		return fmt.Sprintf("part-%05d.parquet", i)
+	}
+	return fmt.Sprintf("part-%06d.arrow", i)
+}
+
+// ours reports whether a file of the folder is the job's: a part, the
+// manifest, the marker, or a temporary file of one of them.
+func (l layout) ours(name string) bool {
+	name = strings.TrimPrefix(name, ".")
+	return strings.HasPrefix(name, "part-") || strings.HasPrefix(name, manifestName) ||
+		strings.HasPrefix(name, folderManifestName) || strings.HasPrefix(name, successName)
+}
+
+// clear removes the job's files from the folder, and the folder too when
+// nothing else is in it.
+func (l layout) clear() error {
+	if !l.folder {
+		return os.RemoveAll(l.dir)
+	}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		if l.ours(e.Name()) {
+			if err := os.Remove(filepath.Join(l.dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	os.Remove(l.dir) // only if empty
+	return nil
+}
 
 // parts is the folder of durable parts of one job.
 type parts struct {
-	dir string
-	m   manifest
+	layout
+	m manifest
 }
 
 // openParts prepares the parts folder: a fresh one, the interrupted run's
 // (resume), or a fresh one in place of it (overwrite).
-func openParts(dir, fingerprint string, partRows int, resume, overwrite bool) (*parts, error) {
-	p := &parts{dir: dir, m: manifest{Version: 1, Fingerprint: fingerprint, PartRows: partRows}}
-	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+func openParts(l layout, fingerprint string, partRows int, resume, overwrite bool) (*parts, error) {
+	p := &parts{layout: l, m: manifest{Version: 1, Fingerprint: fingerprint, PartRows: partRows}}
+	data, err := os.ReadFile(l.manifest())
 	switch {
 	case err == nil && resume:
 		var m manifest
 		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("job: %s: %w", filepath.Join(dir, manifestName), err)
+			return nil, fmt.Errorf("job: %s: %w", l.manifest(), err)
 		}
 		if m.Fingerprint != fingerprint || m.PartRows != partRows {
-			return nil, fmt.Errorf("%w (%s)", ErrChanged, dir)
+			return nil, fmt.Errorf("%w (%s)", ErrChanged, l.dir)
 		}
 		p.m = m
 	case err == nil && overwrite:
-		if err := os.RemoveAll(dir); err != nil {
+		if err := l.clear(); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
 		}
 	case err == nil:
-		return nil, fmt.Errorf("%w: %s", ErrInterrupted, dir)
+		return nil, fmt.Errorf("%w: %s", ErrInterrupted, l.dir)
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("job: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("job: output folder: %w", err)
 	}
 	// A part whose writing was interrupted never reached the manifest.
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	for _, e := range entries {
-		if !p.listed(e.Name()) && e.Name() != manifestName {
-			os.Remove(filepath.Join(dir, e.Name()))
+		if l.ours(e.Name()) && !p.listed(e.Name()) && filepath.Join(l.dir, e.Name()) != l.manifest() {
+			os.Remove(filepath.Join(l.dir, e.Name()))
 		}
 	}
 	return p, p.save() // also proves the folder is writable
 }
 
-// finished reports whether dir holds the parts of this job whose output
-// was written, and if so removes them and returns the rows they held.
-func finished(dir, fingerprint string) (int64, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+// finished reports whether the parts folder holds the manifest of this job
+// with a complete output (a file output written, or a folder output's
+// _SUCCESS); for a file output it removes the parts. It returns the rows
+// the parts held.
+func finished(l layout, fingerprint string) (int64, bool) {
+	data, err := os.ReadFile(l.manifest())
 	if err != nil {
 		return 0, false
 	}
-	p := &parts{dir: dir}
+	p := &parts{layout: l}
 	if json.Unmarshal(data, &p.m) != nil || p.m.Fingerprint != fingerprint {
 		return 0, false
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if l.folder {
+		if _, err := os.Stat(filepath.Join(l.dir, successName)); err != nil {
+			return 0, false
+		}
+	} else if err := os.RemoveAll(l.dir); err != nil {
 		return 0, false
 	}
 	return p.rows(), true
@@ -116,9 +182,19 @@ func (p *parts) save() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(p.dir, "."+manifestName+".tmp-*")
-	if err != nil {
+	if err := writeFileAtomic(p.manifest(), data); err != nil {
 		return fmt.Errorf("job: manifest: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file
+// renamed into place, then syncs the folder.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -128,13 +204,48 @@ func (p *parts) save() error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(p.dir, manifestName))
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("job: manifest: %w", err)
+		return err
 	}
-	return sink.SyncDir(p.dir)
+	return sink.SyncDir(dir)
+}
+
+// seal finishes a folder output: an empty part if there is none (so the
+// folder reads as a dataset of the output's schema), then _SUCCESS.
+func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) error {
+	if len(p.m.Parts) == 0 {
+		schema, err := empty()
+		if err != nil {
+			return err
+		}
+		w, err := sink.Create(filepath.Join(p.dir, p.partName(0)), schema, sink.WithOverwrite(true), sink.WithAllocator(mem))
+		if err != nil {
+			return err
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+		if err := p.add(p.partName(0), 0); err != nil {
+			return err
+		}
+	}
+	done, err := json.MarshalIndent(struct {
+		Rows  int64 `json:"rows"`
+		Parts int   `json:"parts"`
+	}{p.rows(), len(p.m.Parts)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(p.dir, successName), append(done, '\n')); err != nil {
+		return fmt.Errorf("job: %s: %w", successName, err)
+	}
+	return nil
 }
 
 // add records a committed part.
@@ -208,7 +319,7 @@ func (w *partWriter) write(rec arrow.RecordBatch) error {
 	limit := int64(w.parts.m.PartRows)
 	for off := int64(0); off < rec.NumRows(); {
 		if w.cur == nil {
-			name := fmt.Sprintf("part-%06d.arrow", len(w.parts.m.Parts))
+			name := w.parts.partName(len(w.parts.m.Parts))
 			cur, err := sink.Create(filepath.Join(w.parts.dir, name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true))
 			if err != nil {
 				return err

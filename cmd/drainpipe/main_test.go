@@ -98,26 +98,99 @@ func predictArgs(dir, output string, extra ...string) []string {
 		"--output", output, "--keep", "id", "--batch-size", "128", "--part-rows", "2048", "--quiet"}, extra...)
 }
 
+// output abstracts a file output and a folder output for the kill test.
+type output struct {
+	path  string
+	parts string // where an unfinished run keeps its parts
+}
+
+func fileOutput(dir, name string) output {
+	p := filepath.Join(dir, name)
+	return output{path: p, parts: p + ".parts"}
+}
+
+func folderOutput(dir, name string) output {
+	p := filepath.Join(dir, name) + "/"
+	return output{path: p, parts: p}
+}
+
+func (o output) folder() bool { return o.path == o.parts }
+
+// complete reports whether the output says it is complete.
+func (o output) complete() bool {
+	marker := o.path
+	if o.folder() {
+		marker = filepath.Join(o.path, "_SUCCESS")
+	}
+	_, err := os.Stat(marker)
+	return err == nil
+}
+
+// unfinished reports whether an unfinished run's parts are there.
+func (o output) unfinished() bool {
+	if o.folder() {
+		_, err := os.Stat(filepath.Join(o.path, "_manifest.json"))
+		return err == nil && !o.complete()
+	}
+	_, err := os.Stat(o.parts)
+	return err == nil
+}
+
+// bytes returns the output's content: the file, or the folder's files by
+// name.
+func (o output) bytes(t *testing.T) []byte {
+	t.Helper()
+	if !o.folder() {
+		b, err := os.ReadFile(o.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	entries, err := os.ReadDir(o.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []byte
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(o.path, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(all, e.Name()...), b...)
+	}
+	return all
+}
+
 // A job killed with SIGKILL at random moments and resumed each time ends
-// with the same bytes as a job never interrupted.
+// with the same bytes as a job never interrupted, for a file output and
+// for a folder output.
 func TestKilledJobResumesExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the CLI many times")
 	}
 	dir := fixture(t, 60_000, 16, 128, 128, 10)
-	ref := filepath.Join(dir, "ref.parquet")
-	if _, stderr, err := drainpipe(predictArgs(dir, ref)...); err != nil {
+	for _, outs := range [][2]output{
+		{fileOutput(dir, "ref.parquet"), fileOutput(dir, "out.parquet")},
+		{folderOutput(dir, "ref"), folderOutput(dir, "out")},
+	} {
+		ref, out := outs[0], outs[1]
+		t.Run(filepath.Base(out.path), func(t *testing.T) { killAndResume(t, dir, ref, out) })
+	}
+}
+
+func killAndResume(t *testing.T, dir string, ref, out output) {
+	if _, stderr, err := drainpipe(predictArgs(dir, ref.path)...); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, stderr)
 	}
-	want, _ := os.ReadFile(ref)
+	want := ref.bytes(t)
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("kill schedule seed %d", seed)
-	out := filepath.Join(dir, "out.parquet")
 	kills := 0
 	for attempt := 0; attempt < 30 && kills < 5; attempt++ {
-		cmd := exec.Command(binary, predictArgs(dir, out, "--resume")...)
+		cmd := exec.Command(binary, predictArgs(dir, out.path, "--resume")...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -136,32 +209,26 @@ func TestKilledJobResumesExactlyOnce(t *testing.T) {
 			<-exited
 			kills++
 		}
-		if got, err := os.ReadFile(out); err == nil {
-			if !bytes.Equal(got, want) {
-				t.Fatalf("after %d kills an output exists that is not the complete one", kills)
+		if out.complete() {
+			if !bytes.Equal(out.bytes(t), want) {
+				t.Fatalf("after %d kills an output says it is complete and is not the complete one", kills)
 			}
-			if _, err := os.Stat(out + ".parts"); err == nil {
+			if out.unfinished() {
 				break // killed between writing the output and removing the parts
 			}
 			attempt = 30 // the kill came after the job had finished
 		}
 	}
 	// Finish (or, if the output is there, tidy up) with one more resume.
-	_, partsErr := os.Stat(out + ".parts")
-	_, outErr := os.Stat(out)
-	if partsErr == nil || outErr != nil {
-		if _, stderr, err := drainpipe(predictArgs(dir, out, "--resume")...); err != nil {
+	if out.unfinished() || !out.complete() {
+		if _, stderr, err := drainpipe(predictArgs(dir, out.path, "--resume")...); err != nil {
 			t.Fatalf("final resume: %v\n%s", err, stderr)
 		}
 	}
-	if _, err := os.Stat(out + ".parts"); err == nil {
-		t.Fatal("the parts folder is left")
+	if out.unfinished() {
+		t.Fatal("the parts of an unfinished run are left")
 	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
+	if !bytes.Equal(out.bytes(t), want) {
 		t.Fatalf("after %d kills the output differs from the uninterrupted run's", kills)
 	}
 	if kills == 0 {

@@ -22,7 +22,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var inputs, keep, features listFlag
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
 	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
-	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows)")
+	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows), or a folder (a trailing /, or an existing folder) of Parquet parts, a manifest and _SUCCESS")
 	batch := fs.Int("batch-size", 256, "rows per device batch (the global batch size)")
 	fs.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
 	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
