@@ -151,7 +151,19 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	} else if _, err := sink.FormatOf(cfg.Output); err != nil {
 		return nil, err
 	}
-	fingerprint, err := cfg.fingerprint()
+	files, err := dataset.Expand(cfg.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNotInput(cfg.Output, l, files); err != nil {
+		return nil, err
+	}
+	held, err := lockOutput(cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	defer held.release()
+	fingerprint, err := cfg.fingerprint(files)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +265,29 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		sum.RowsPerSecond = float64(done-resumed) / s
 	}
 	return sum, nil
+}
+
+// ErrOutputIsInput reports an output that is one of the inputs, or that
+// would hold them.
+var ErrOutputIsInput = errors.New("job: the output would replace an input")
+
+// checkNotInput refuses an output that is an input file, or a parts
+// folder (or folder output) that holds one.
+func checkNotInput(output string, l layout, inputs []string) error {
+	out, _ := filepath.Abs(output)
+	dir, _ := filepath.Abs(l.dir)
+	outStat, outErr := os.Stat(output)
+	for _, in := range inputs {
+		abs, _ := filepath.Abs(in)
+		same := abs == out
+		if st, err := os.Stat(in); err == nil && outErr == nil {
+			same = same || os.SameFile(st, outStat)
+		}
+		if same || strings.HasPrefix(abs, dir+string(filepath.Separator)) {
+			return fmt.Errorf("%w: %s is an input", ErrOutputIsInput, in)
+		}
+	}
+	return nil
 }
 
 // errFinished reports an output this job completed in an earlier run.
@@ -373,11 +408,7 @@ func (c *Config) outputSchema(in *arrow.Schema) (*arrow.Schema, error) {
 }
 
 // fingerprint identifies the job's inputs, model and settings.
-func (c *Config) fingerprint() (string, error) {
-	files, err := dataset.Expand(c.Inputs)
-	if err != nil {
-		return "", err
-	}
+func (c *Config) fingerprint(files []string) (string, error) {
 	type input struct {
 		Path    string
 		Size    int64

@@ -13,12 +13,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -416,5 +418,92 @@ func TestFolderOutputOfNoRows(t *testing.T) {
 	}
 	if n, err := ds.Rows(); n != 0 || err != nil {
 		t.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// gated is a model whose sessions wait at their first batch until open is
+// closed.
+type gated struct {
+	predict.Model
+	started chan struct{}
+	open    chan struct{}
+}
+
+func (g *gated) Start(ctx context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+	s, err := g.Model.Start(ctx, cfg)
+	return &gatedSession{Session: s, g: g}, err
+}
+
+type gatedSession struct {
+	predict.Session
+	g *gated
+}
+
+func (s *gatedSession) Predict(ctx context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+	select {
+	case s.g.started <- struct{}{}:
+	default:
+	}
+	<-s.g.open
+	return s.Session.Predict(ctx, b)
+}
+
+// One job per output: while one runs, another on the same output (plain,
+// resume or overwrite) is refused and changes nothing.
+func TestOneJobPerOutput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 300)
+	for _, out := range []string{filepath.Join(t.TempDir(), "out.parquet"), filepath.Join(t.TempDir(), "out") + "/"} {
+		g := &gated{Model: m, started: make(chan struct{}, 1), open: make(chan struct{})}
+		cfg := config(mem, input, out, m)
+		cfg.Model = g
+		first := make(chan error, 1)
+		go func() {
+			_, err := job.Run(t.Context(), cfg)
+			first <- err
+		}()
+		<-g.started
+		for _, edit := range []func(*job.Config){func(*job.Config) {}, func(c *job.Config) { c.Resume = true }, func(c *job.Config) { c.Overwrite = true }} {
+			c := config(mem, input, out, m)
+			edit(&c)
+			_, err := job.Run(t.Context(), c)
+			if !errors.Is(err, job.ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+				t.Fatalf("%s: second job: %v", out, err)
+			}
+		}
+		close(g.open)
+		if err := <-first; err != nil {
+			t.Fatalf("%s: the first job failed: %v", out, err)
+		}
+		read := out
+		if job.IsFolder(out) {
+			read = filepath.Join(out, "*.parquet")
+		}
+		if got := outputIDs(t, read); !slices.Equal(got, seqIDs(300)) {
+			t.Fatalf("%s: %d rows", out, len(got))
+		}
+		entries, _ := os.ReadDir(filepath.Dir(filepath.Clean(out)))
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".lock") {
+				t.Fatalf("%s: lock file %s left", out, e.Name())
+			}
+		}
+	}
+}
+
+// An output that is an input, or a folder output that holds the inputs,
+// is refused, even with Overwrite.
+func TestOutputIsInput(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 100)
+	for _, out := range []string{filepath.Join(filepath.Dir(input), "a.parquet"), filepath.Dir(input) + "/"} {
+		cfg := config(mem, input, out, m)
+		cfg.Overwrite = true
+		if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrOutputIsInput) {
+			t.Fatalf("output %s: %v", out, err)
+		}
+	}
+	if got := outputIDs(t, input); !slices.Equal(got, seqIDs(100)) {
+		t.Fatal("an input changed")
 	}
 }
