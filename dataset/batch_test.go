@@ -156,7 +156,7 @@ func TestFromReader(t *testing.T) {
 	if opened != 2 {
 		t.Fatalf("opened %d times, want once per range", opened)
 	}
-	if n, err := ds.Rows(); err != nil || n != 11 {
+	if n, err := ds.Count(); err != nil || n != 11 {
 		t.Fatalf("Rows() = %d, %v; want 11", n, err)
 	}
 

@@ -92,8 +92,8 @@ func (d *Dataset) Records() iter.Seq2[arrow.RecordBatch, error] {
 	}
 }
 
-// Rows counts the rows of the dataset by ranging over it once.
-func (d *Dataset) Rows() (int64, error) {
+// Count counts the rows of the dataset by reading it once.
+func (d *Dataset) Count() (int64, error) {
 	var n int64
 	for rec, err := range d.Records() {
 		if err != nil {

@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -111,6 +114,7 @@ type filesConfig struct {
 	csvSchema *arrow.Schema
 	shard     Shard
 	mem       memory.Allocator
+	maxMemory int64 // a read's memory ceiling; 0: derived from the file's size
 }
 
 // FilesOption configures [Files].
@@ -138,6 +142,13 @@ func WithShard(s Shard) FilesOption { return func(c *filesConfig) { c.shard = s 
 
 // WithAllocator sets the allocator of the records read.
 func WithAllocator(mem memory.Allocator) FilesOption { return func(c *filesConfig) { c.mem = mem } }
+
+// WithMaxMemory sets the most memory the reader of one file may hold at
+// once, records it yielded and not yet released included. A damaged file
+// whose length fields ask for more fails with [ErrUnreadable] instead of
+// exhausting the machine. The default is 2 GiB plus 16 times the file's
+// size.
+func WithMaxMemory(bytes int64) FilesOption { return func(c *filesConfig) { c.maxMemory = bytes } }
 
 func newFilesConfig(opts []FilesOption) (*filesConfig, error) {
 	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator}
@@ -243,12 +254,23 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 	}
 	defer r.close()
 	mine := func(unit int) bool { return c.shard.owns(files, f, unit) }
-	err = r.read(mine, func(rec arrow.RecordBatch) bool { return yield(rec, nil) })
+	inYield := false
+	err = guard(&inYield, func() error {
+		return r.read(mine, func(rec arrow.RecordBatch) bool {
+			inYield = true
+			ok := yield(rec, nil)
+			inYield = false
+			return ok
+		})
+	})
 	if errors.Is(err, errStop) {
 		return false
 	}
+	if err != nil && !errors.Is(err, ErrUnreadable) {
+		err = fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
 	if err != nil {
-		return yield(nil, fmt.Errorf("%s: %w", path, err))
+		return yield(nil, fmt.Errorf("dataset: %s: %w", path, err))
 	}
 	return true
 }
@@ -264,46 +286,73 @@ type fileReader interface {
 	close()
 }
 
+// open opens a file's reader, with an allocator under the file's memory
+// ceiling; a panic of the reader is an error.
 func (c *filesConfig) open(path string) (fileReader, error) {
 	var r fileReader
-	var err error
-	switch c.format {
-	case Parquet:
-		r, err = c.openParquet(path)
-	case IPCFile, IPCStream:
-		r, err = c.openIPC(path)
-	case CSV:
-		r, err = c.openCSV(path)
-	default:
-		err = fmt.Errorf("%w: %s", ErrFormat, c.format)
-	}
+	err := guard(nil, func() error {
+		mem, err := c.fileMemory(path)
+		if err != nil {
+			return err
+		}
+		switch c.format {
+		case Parquet:
+			r, err = c.openParquet(path, mem)
+		case IPCFile, IPCStream:
+			r, err = c.openIPC(path, mem)
+		case CSV:
+			r, err = c.openCSV(path, mem)
+		default:
+			err = fmt.Errorf("%w: %s", ErrFormat, c.format)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %s: %w", path, err)
 	}
 	return r, nil
 }
 
+// fileMemory returns the allocator for reading path: the configured one,
+// under the file's memory ceiling.
+func (c *filesConfig) fileMemory(path string) (memory.Allocator, error) {
+	limit := c.maxMemory
+	if limit <= 0 {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		limit = defaultMemoryCeiling + 16*st.Size()
+	}
+	return &ceiling{mem: c.mem, limit: limit}, nil
+}
+
 // ---- Parquet ----
 
 type parquetReader struct {
 	c      *filesConfig
+	mem    memory.Allocator
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	leaves []int
 	out    *arrow.Schema
 }
 
-func (c *filesConfig) openParquet(path string) (fileReader, error) {
-	pf, err := file.OpenParquetFile(path, false)
+func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader, error) {
+	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(c.batchRows)}, c.mem)
+	if err := checkStoredSchema(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(c.batchRows)}, mem)
 	if err != nil {
 		pf.Close()
 		return nil, err
 	}
-	r := &parquetReader{c: c, pf: pf, fr: fr}
+	r := &parquetReader{c: c, mem: mem, pf: pf, fr: fr}
 	full, err := fr.Schema()
 	if err != nil {
 		pf.Close()
@@ -326,6 +375,38 @@ func (c *filesConfig) openParquet(path string) (fileReader, error) {
 		r.out = arrow.NewSchema(fields, &md)
 	}
 	return r, nil
+}
+
+// checkStoredSchema reads the Arrow schema a Parquet writer stored in the
+// footer with lengths bounded by its size. pqarrow reads it with the
+// default allocator and no bounds, so a damaged length there would ask
+// the Go runtime for gigabytes, a fatal error no recover catches.
+func checkStoredSchema(pf *file.Reader) error {
+	v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	// Encoded as pqarrow decodes it: padded base64, else unpadded.
+	var decoded []byte
+	var err error
+	if len(*v)%4 == 0 {
+		decoded, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(decoded) == 0 || err != nil {
+		decoded, err = base64.RawStdEncoding.DecodeString(*v)
+	}
+	if err != nil {
+		return nil // pqarrow reports it
+	}
+	if err := checkSchemaMessage(decoded); err != nil {
+		return fmt.Errorf("%w: the Arrow schema stored in the footer: %v", ErrUnreadable, err)
+	}
+	r, err := boundedIPCReader(bytes.NewReader(decoded), int64(len(decoded)), memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("%w: the Arrow schema stored in the footer: %v", ErrUnreadable, err)
+	}
+	r.Release()
+	return nil
 }
 
 func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
@@ -352,6 +433,10 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) 
 	if len(groups) == 0 {
 		return nil
 	}
+	var want, got int64
+	for _, g := range groups {
+		want += r.pf.MetaData().RowGroup(g).NumRows()
+	}
 	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, groups)
 	if err != nil {
 		return err
@@ -359,6 +444,7 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) 
 	defer rr.Release()
 	for rr.Next() {
 		rec := rr.RecordBatch()
+		got += rec.NumRows()
 		if r.c.columns != nil {
 			// Leaf order follows the file; put the fields in the order asked.
 			rec = selectColumns(rec, r.out)
@@ -373,11 +459,27 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) 
 			return errStop
 		}
 	}
-	// pqarrow reports io.EOF from Err at a normal end.
+	// pqarrow reports io.EOF from Err at a normal end, and also when it
+	// stopped early on a page it could not decode: only the count tells.
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return fmt.Errorf("row groups %s, after %d rows: %w", groupList(groups), got, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: read %d rows of the %d its footer declares for row groups %s", ErrRowCount, got, want, groupList(groups))
 	}
 	return nil
+}
+
+// groupList names row groups compactly: "0-3" or "1, 4, 7".
+func groupList(groups []int) string {
+	if len(groups) > 1 && groups[len(groups)-1]-groups[0] == len(groups)-1 {
+		return fmt.Sprintf("%d-%d", groups[0], groups[len(groups)-1])
+	}
+	s := make([]string, len(groups))
+	for i, g := range groups {
+		s[i] = strconv.Itoa(g)
+	}
+	return strings.Join(s, ", ")
 }
 
 // selectColumns returns the columns of rec named by out's fields, in
@@ -426,19 +528,29 @@ type ipcReader struct {
 	c      *filesConfig
 }
 
-func (c *filesConfig) openIPC(path string) (fileReader, error) {
+func (c *filesConfig) openIPC(path string, mem memory.Allocator) (fileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := checkIPCMetadata(f, st.Size(), c.format == IPCFile); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	// No message of a file is longer than the file.
 	r := &ipcReader{f: f, c: c}
 	if c.format == IPCFile {
-		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(c.mem))
+		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(st.Size()), ipc.WithBodySizeLimit(st.Size()))
 		if err == nil {
 			r.full = r.file.Schema()
 		}
 	} else {
-		r.stream, err = ipc.NewReader(f, ipc.WithAllocator(c.mem))
+		r.stream, err = boundedIPCReader(f, st.Size(), mem)
 		if err == nil {
 			r.full = r.stream.Schema()
 		}
@@ -492,12 +604,25 @@ func (r *ipcReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool
 		}
 		return nil
 	}
-	for i := 0; r.stream.Next(); i++ {
+	i := 0
+	for ; r.stream.Next(); i++ {
 		if mine(i) && !r.emit(r.stream.RecordBatch(), yield) {
 			return errStop
 		}
 	}
-	return r.stream.Err()
+	if err := r.stream.Err(); err != nil {
+		return fmt.Errorf("record batch %d: %w", i, err)
+	}
+	return nil
+}
+
+// boundedIPCReader reads an IPC stream whose messages are at most limit
+// bytes long. (ipc.NewReader drops the size limits it is given, as of
+// arrow-go v18.8.0; a message reader keeps them.)
+func boundedIPCReader(r io.Reader, limit int64, mem memory.Allocator) (*ipc.Reader, error) {
+	// The reader takes the message reader's reference and releases it.
+	mr := ipc.NewMessageReader(r, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(limit), ipc.WithBodySizeLimit(limit))
+	return ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
 }
 
 // ---- CSV ----
@@ -507,12 +632,12 @@ type csvReader struct {
 	rr *csv.Reader
 }
 
-func (c *filesConfig) openCSV(path string) (fileReader, error) {
+func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	opts := []csv.Option{csv.WithHeader(true), csv.WithChunk(c.batchRows), csv.WithAllocator(c.mem)}
+	opts := []csv.Option{csv.WithHeader(true), csv.WithChunk(c.batchRows), csv.WithAllocator(mem)}
 	if c.columns != nil {
 		opts = append(opts, csv.WithIncludeColumns(c.columns))
 	}
@@ -605,16 +730,22 @@ func FilesRows(patterns []string, opts ...FilesOption) (int64, error) {
 		if !c.shard.owns(len(paths), f, -1) {
 			continue
 		}
-		pf, err := file.OpenParquetFile(p, false)
+		err := guard(nil, func() error {
+			pf, err := file.OpenParquetFile(p, false)
+			if err != nil {
+				return err
+			}
+			defer pf.Close()
+			for g := range pf.NumRowGroups() {
+				if c.shard.owns(len(paths), f, g) {
+					total += pf.MetaData().RowGroup(g).NumRows()
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return 0, fmt.Errorf("dataset: %s: %w", p, err)
 		}
-		for g := range pf.NumRowGroups() {
-			if c.shard.owns(len(paths), f, g) {
-				total += pf.MetaData().RowGroup(g).NumRows()
-			}
-		}
-		pf.Close()
 	}
 	return total, nil
 }

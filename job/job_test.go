@@ -416,7 +416,7 @@ func TestFolderOutputOfNoRows(t *testing.T) {
 	if got := ds.Schema().String(); !strings.Contains(got, "id: type=int64") || !strings.Contains(got, "probabilities") {
 		t.Fatalf("schema %s", got)
 	}
-	if n, err := ds.Rows(); n != 0 || err != nil {
+	if n, err := ds.Count(); n != 0 || err != nil {
 		t.Fatalf("%d rows, %v", n, err)
 	}
 }
