@@ -2,9 +2,9 @@ package dataset
 
 import (
 	"encoding/binary"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 )
