@@ -35,6 +35,9 @@ var (
 	// ErrNotOutput reports an output folder that holds files the job did
 	// not write; it is never written into or cleared.
 	ErrNotOutput = errors.New("job: not a drainpipe output folder")
+	// ErrRowsLost reports a run whose rows read, or written, differ from
+	// the rows its inputs declare, or read: the run is not complete.
+	ErrRowsLost = errors.New("job: rows lost")
 	// ErrFeatures reports feature columns that are missing or unusable.
 	ErrFeatures = errors.New("job: bad feature columns")
 )
@@ -68,6 +71,10 @@ type Config struct {
 	Overwrite bool
 	Resume    bool
 
+	// MaxMemory bounds what the reader of one input file may hold at once
+	// (dataset.WithMaxMemory); 0 derives it from the file's size.
+	MaxMemory int64
+
 	// Predict holds further Predictor options (replicas, prefetch).
 	Predict []predict.Option
 	// Progress, if set, is called after every batch with the rows done
@@ -75,12 +82,18 @@ type Config struct {
 	Progress  func(done, total int64)
 	Logger    *slog.Logger
 	Allocator memory.Allocator
+
+	// inject, set by tests, fails the job at the nth event of a phase
+	// ("read", "predict", "part", "manifest", "merge").
+	inject func(phase string, n int) error
 }
 
 // Summary reports a finished job.
 type Summary struct {
-	Output        string        `json:"output"`
+	Output string `json:"output"`
+	// Rows is the rows written: one per input row, RowsIn in all.
 	Rows          int64         `json:"rows"`
+	RowsIn        int64         `json:"rows_in"`
 	ResumedRows   int64         `json:"resumed_rows"`
 	Batches       int64         `json:"batches"`
 	PaddedRows    int64         `json:"padded_rows"`
@@ -172,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 			// A run killed after its output was complete: resuming it only
 			// tidies up.
 			rows, _ := finished(l, fingerprint)
-			return &Summary{Output: cfg.Output, Rows: rows, ResumedRows: rows, Wall: time.Since(began)}, nil
+			return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, Wall: time.Since(began)}, nil
 		}
 		return nil, err
 	}
@@ -210,6 +223,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		predict.WithLogger(cfg.Logger),
 		predict.WithStats(func(s predict.Stats) { stats = s }),
 		predict.WithPrefetch(cfg.Prefetch),
+		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
+			return cfg.fail("predict", b.Index)
+		}}),
 	}, cfg.Predict...)
 	p, err := predict.New(cfg.Model, opts...)
 	if err != nil {
@@ -218,12 +234,14 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 
 	// The channel form runs the device in a goroutine of its own, so
 	// writing a batch here overlaps with predicting the next.
-	w := &partWriter{parts: parts, mem: cfg.Allocator}
+	w := &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail}
+	parts.inject = cfg.fail
 	done := resumed
 	run, stop := context.WithCancel(ctx)
 	defer stop()
 	var failed error
-	for r := range p.Predict(run, dataset.Skip(ds, resumed)) {
+	in := cfg.counted(ds) // read after the channel closes, when its reader has stopped
+	for r := range p.Predict(run, dataset.Skip(in.ds, resumed)) {
 		if r.Err != nil {
 			failed = r.Err
 			continue
@@ -250,6 +268,13 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err := w.finish(); err != nil {
 		return nil, err
 	}
+	// Every row the inputs declare was read, and every row read written.
+	switch {
+	case total >= 0 && in.rows != total:
+		return nil, fmt.Errorf("%w: read %d rows of the %d the inputs declare", ErrRowsLost, in.rows, total)
+	case done != in.rows:
+		return nil, fmt.Errorf("%w: wrote %d rows of the %d read", ErrRowsLost, done, in.rows)
+	}
 	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(ds.Schema()) }
 	if l.folder {
 		err = parts.seal(empty, cfg.Allocator)
@@ -259,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sum = &Summary{Output: cfg.Output, Rows: done, ResumedRows: resumed, Stats: stats,
+	sum = &Summary{Output: cfg.Output, Rows: done, RowsIn: in.rows, ResumedRows: resumed, Stats: stats,
 		Batches: stats.Batches, PaddedRows: stats.PaddedRows, Parts: len(parts.m.Parts), Wall: time.Since(began)}
 	if s := sum.Wall.Seconds(); s > 0 {
 		sum.RowsPerSecond = float64(done-resumed) / s
@@ -320,10 +345,47 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 	return fmt.Errorf("%w: %s", ErrOutputExists, c.Output)
 }
 
+// countedInput counts the rows its dataset yields.
+type countedInput struct {
+	ds   *dataset.Dataset
+	rows int64
+}
+
+// counted wraps ds to count its rows and, in tests, fail a read.
+func (c *Config) counted(ds *dataset.Dataset) *countedInput {
+	in := &countedInput{}
+	in.ds = dataset.New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
+		in.rows = 0
+		i := 0
+		for rec, err := range ds.Records() {
+			if err == nil {
+				err = c.fail("read", i)
+			}
+			if err == nil {
+				in.rows += rec.NumRows()
+			}
+			if !yield(rec, err) || err != nil {
+				return
+			}
+			i++
+		}
+	})
+	return in
+}
+
+// fail returns the test's injected failure for the nth event of phase.
+func (c *Config) fail(phase string, n int) error {
+	if c.inject == nil {
+		return nil
+	}
+	return c.inject(phase, n)
+}
+
 // dataset opens the inputs, projected to the columns the job needs, with
 // the feature column as a tensor of InputSize values.
 func (c *Config) dataset() (*dataset.Dataset, error) {
-	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator)}
+	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
+		dataset.WithMaxMemory(c.MaxMemory)}
 	all, err := dataset.Files(c.Inputs, opts...)
 	if err != nil {
 		return nil, err

@@ -92,7 +92,9 @@ func (l layout) clear() error {
 // parts is the folder of durable parts of one job.
 type parts struct {
 	layout
-	m manifest
+	m      manifest
+	saves  int
+	inject func(phase string, n int) error // tests' failures
 }
 
 // openParts prepares the parts folder: a fresh one, the interrupted run's
@@ -182,7 +184,14 @@ func (p *parts) save() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p.manifest(), data); err != nil {
+	p.saves++
+	if p.inject != nil {
+		err = p.inject("manifest", p.saves-1)
+	}
+	if err == nil {
+		err = writeFileAtomic(p.manifest(), data)
+	}
+	if err != nil {
 		return fmt.Errorf("job: manifest: %w", err)
 	}
 	return nil
@@ -267,10 +276,15 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 		return err
 	}
 	if len(p.m.Parts) > 0 {
+		i := 0
 		for rec, err := range ds.Batches(mem, rowGroupRows) {
+			if err == nil && p.inject != nil {
+				err = p.inject("merge", i)
+			}
 			if err == nil {
 				err = w.Write(rec)
 			}
+			i++
 			if err != nil {
 				w.Abort()
 				return fmt.Errorf("job: merge parts: %w", err)
@@ -305,6 +319,7 @@ const rowGroupRows = 1 << 16
 
 // partWriter cuts the prediction stream into parts of PartRows rows.
 type partWriter struct {
+	inject func(phase string, n int) error // tests' failures
 	parts  *parts
 	mem    memory.Allocator
 	schema *arrow.Schema
@@ -348,6 +363,12 @@ func (w *partWriter) write(rec arrow.RecordBatch) error {
 func (w *partWriter) commit() error {
 	cur := w.cur
 	w.cur = nil
+	if w.inject != nil {
+		if err := w.inject("part", len(w.parts.m.Parts)); err != nil {
+			cur.Abort()
+			return err
+		}
+	}
 	if err := cur.Commit(); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ Run 'drainpipe COMMAND --help' for a command's flags.
 `
 
 func main() {
+	ignoreFileSizeSignal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -36,6 +39,8 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	maxMemory := byteSize(0)
+	fs.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB (default: 2GiB plus 16 times the file's size)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: drainpipe predict --model M --input FILES --output OUT [flags]")
 		fs.PrintDefaults()
@@ -80,9 +85,9 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		FeatureColumn: column, Gather: features, Keep: keep,
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
 		Overwrite: *overwrite, Resume: *resume,
-		Prefetch: *prefetch,
-		Predict:  []predict.Option{predict.WithReplicas(*replicas)},
-		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Prefetch: *prefetch, MaxMemory: int64(maxMemory),
+		Predict: []predict.Option{predict.WithReplicas(*replicas)},
+		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	var prog *progress
 	if !*quiet {
@@ -133,5 +138,31 @@ func writeStats(path string, s *job.Summary) error {
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
+	return nil
+}
+
+// byteSize is a flag of a number of bytes, with an optional binary suffix:
+// 512MiB, 4GiB (or 512M, 4G).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(v string) error {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}}
+	shift := uint(0)
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			v, shift = strings.TrimSuffix(v, u.suffix), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("want a positive number of bytes, such as 4GiB")
+	}
+	*b = byteSize(n << shift)
 	return nil
 }
