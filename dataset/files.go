@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -112,6 +110,7 @@ type filesConfig struct {
 	columns   []string
 	batchRows int
 	csvSchema *arrow.Schema
+	csvSample int
 	shard     Shard
 	mem       memory.Allocator
 	maxMemory int64 // a read's memory ceiling; 0: derived from the file's size
@@ -135,6 +134,11 @@ func WithReadRows(n int) FilesOption { return func(c *filesConfig) { c.batchRows
 // WithCSVSchema gives the schema of CSV files; without it, it is inferred.
 func WithCSVSchema(s *arrow.Schema) FilesOption { return func(c *filesConfig) { c.csvSchema = s } }
 
+// WithCSVSample sets how many rows of each CSV file the column types are
+// inferred from (the default is 10,000). A later value that does not parse
+// as its column's type is an error naming the file, row and column.
+func WithCSVSample(rows int) FilesOption { return func(c *filesConfig) { c.csvSample = rows } }
+
 // WithShard reads only shard s: whole files when there are at least as many
 // files as shards, else row groups (Parquet), record batches (IPC files) or
 // chunks (CSV, IPC streams) dealt round-robin.
@@ -151,7 +155,7 @@ func WithAllocator(mem memory.Allocator) FilesOption { return func(c *filesConfi
 func WithMaxMemory(bytes int64) FilesOption { return func(c *filesConfig) { c.maxMemory = bytes } }
 
 func newFilesConfig(opts []FilesOption) (*filesConfig, error) {
-	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator}
+	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
 	}
@@ -623,91 +627,6 @@ func boundedIPCReader(r io.Reader, limit int64, mem memory.Allocator) (*ipc.Read
 	// The reader takes the message reader's reference and releases it.
 	mr := ipc.NewMessageReader(r, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(limit), ipc.WithBodySizeLimit(limit))
 	return ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(mem))
-}
-
-// ---- CSV ----
-
-type csvReader struct {
-	f  *os.File
-	rr *csv.Reader
-}
-
-func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	opts := []csv.Option{csv.WithHeader(true), csv.WithChunk(c.batchRows), csv.WithAllocator(mem)}
-	if c.columns != nil {
-		opts = append(opts, csv.WithIncludeColumns(c.columns))
-	}
-	r := &csvReader{f: f}
-	if c.csvSchema != nil {
-		r.rr = csv.NewReader(f, c.csvSchema, opts...)
-	} else {
-		// Arrow's inferring reader (v15, and still v18.8) panics on a file with a header and
-		// no rows: there is nothing to infer the types from.
-		if ok, err := hasDataRow(f); err != nil || !ok {
-			f.Close()
-			if err == nil {
-				err = errors.New("CSV has a header and no rows: no types to infer (give a schema)")
-			}
-			return nil, err
-		}
-		r.rr = csv.NewInferringReader(f, opts...)
-		// The schema is known once the first chunk is read.
-		if !r.rr.Next() && r.rr.Err() != nil {
-			r.close()
-			return nil, r.rr.Err()
-		}
-	}
-	return r, nil
-}
-
-// hasDataRow reports whether f has a line after its header, and rewinds it.
-func hasDataRow(f *os.File) (bool, error) {
-	br := bufio.NewReader(f)
-	if _, err := br.ReadString('\n'); err != nil {
-		_, serr := f.Seek(0, io.SeekStart)
-		return false, errors.Join(ignoreEOF(err), serr)
-	}
-	_, err := br.Peek(1)
-	ok := err == nil
-	if _, serr := f.Seek(0, io.SeekStart); serr != nil {
-		return false, serr
-	}
-	return ok, ignoreEOF(err)
-}
-
-func ignoreEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
-}
-
-func (r *csvReader) schema() *arrow.Schema { return r.rr.Schema() }
-
-func (r *csvReader) close() {
-	r.rr.Release()
-	r.f.Close()
-}
-
-func (r *csvReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
-	i := 0
-	// An inferring reader has already read its first chunk.
-	if rec := r.rr.RecordBatch(); rec != nil {
-		if mine(i) && !yield(rec) {
-			return errStop
-		}
-		i++
-	}
-	for ; r.rr.Next(); i++ {
-		if mine(i) && !yield(r.rr.RecordBatch()) {
-			return errStop
-		}
-	}
-	return r.rr.Err()
 }
 
 // FilesRows returns the number of rows [Files] would yield for the same

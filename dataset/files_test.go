@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -313,5 +314,64 @@ func TestFilesBadInput(t *testing.T) {
 	}
 	if sh, err := dataset.ParseShard("2/5"); err != nil || sh != (dataset.Shard{Index: 2, Count: 5}) {
 		t.Errorf("2/5: %v %v", sh, err)
+	}
+}
+
+// CSV types come from a sample of rows; a later value that does not parse
+// is an error naming the file, its row and column.
+func TestCSVTypesFromSample(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "late.csv")
+	var b strings.Builder
+	b.WriteString("id,x,flag,mixed,empty\n")
+	for i := range 30 {
+		x, mixed := strconv.Itoa(i), "1"
+		if i == 25 {
+			x, mixed = "2.5", "yes"
+		}
+		fmt.Fprintf(&b, "%d,%s,%v,%s,\n", i, x, i%2 == 0, mixed)
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
+
+	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithReadRows(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id: type=int64, nullable|x: type=float64, nullable|flag: type=bool, nullable|mixed: type=utf8, nullable|empty: type=utf8, nullable"
+	var got []string
+	for _, f := range ds.Schema().Fields() {
+		got = append(got, fmt.Sprintf("%s: type=%s, nullable", f.Name, f.Type))
+	}
+	if strings.Join(got, "|") != want {
+		t.Fatalf("inferred %v", got)
+	}
+	if n, err := ds.Count(); err != nil || n != 30 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+
+	// From the first 10 rows only, x looks like an integer column.
+	ds, err = dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithReadRows(4), dataset.WithCSVSample(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ds.Count()
+	if !errors.Is(err, dataset.ErrCSVValue) || !strings.Contains(err.Error(), path) ||
+		!strings.Contains(err.Error(), `row 25, column "x": "2.5" is not an int64`) {
+		t.Fatalf("a late float in an int column: %v", err)
+	}
+
+	// A given non-nullable column with an empty value.
+	given := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "x", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "flag", Type: arrow.FixedWidthTypes.Boolean}, {Name: "mixed", Type: arrow.BinaryTypes.String},
+		{Name: "empty", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	ds, err = dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithCSVSchema(given))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ds.Count(); !errors.Is(err, dataset.ErrCSVValue) || !strings.Contains(err.Error(), `row 0, column "empty": empty, and the column is not nullable`) {
+		t.Fatalf("null in a non-nullable column: %v", err)
 	}
 }

@@ -71,6 +71,10 @@ type Config struct {
 	Overwrite bool
 	Resume    bool
 
+	// CSVSample is how many rows of a CSV input its column types are
+	// inferred from (dataset.WithCSVSample); 0 keeps the default.
+	CSVSample int
+
 	// MaxMemory bounds what the reader of one input file may hold at once
 	// (dataset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
@@ -386,6 +390,9 @@ func (c *Config) fail(phase string, n int) error {
 func (c *Config) dataset() (*dataset.Dataset, error) {
 	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
 		dataset.WithMaxMemory(c.MaxMemory)}
+	if c.CSVSample > 0 {
+		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
+	}
 	all, err := dataset.Files(c.Inputs, opts...)
 	if err != nil {
 		return nil, err

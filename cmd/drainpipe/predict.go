@@ -39,6 +39,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	csvSample := fs.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	maxMemory := byteSize(0)
 	fs.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB (default: 2GiB plus 16 times the file's size)")
 	fs.Usage = func() {
@@ -85,7 +86,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		FeatureColumn: column, Gather: features, Keep: keep,
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
 		Overwrite: *overwrite, Resume: *resume,
-		Prefetch: *prefetch, MaxMemory: int64(maxMemory),
+		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample,
 		Predict: []predict.Option{predict.WithReplicas(*replicas)},
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
