@@ -124,16 +124,17 @@ func (r *csvReader) close() {
 	r.f.Close()
 }
 
-func (r *csvReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
+func (r *csvReader) read(mine func(int) bool, yield func(arrow.RecordBatch, []run) bool) error {
 	for i := 0; r.rr.Next(); i++ {
 		if !mine(i) {
 			continue
 		}
-		rec, err := r.convert(r.rr.RecordBatch(), int64(i)*int64(r.chunk))
+		first := int64(i) * int64(r.chunk)
+		rec, err := r.convert(r.rr.RecordBatch(), first)
 		if err != nil {
 			return err
 		}
-		ok := yield(rec)
+		ok := yield(rec, []run{{n: rec.NumRows(), fileRow: first}})
 		rec.Release()
 		if !ok {
 			return errStop

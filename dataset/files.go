@@ -114,6 +114,7 @@ type filesConfig struct {
 	shard     Shard
 	mem       memory.Allocator
 	maxMemory int64 // a read's memory ceiling; 0: derived from the file's size
+	origins   *Origins
 }
 
 // FilesOption configures [Files].
@@ -239,6 +240,7 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 		}
 	}
 	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
+		c.origins.reset()
 		for f, p := range paths {
 			if !c.readFile(f, len(paths), p, yield) {
 				return
@@ -260,7 +262,8 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 	mine := func(unit int) bool { return c.shard.owns(files, f, unit) }
 	inYield := false
 	err = guard(&inYield, func() error {
-		return r.read(mine, func(rec arrow.RecordBatch) bool {
+		return r.read(mine, func(rec arrow.RecordBatch, runs []run) bool {
+			c.origins.add(path, runs)
 			inYield = true
 			ok := yield(rec, nil)
 			inYield = false
@@ -283,10 +286,11 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 var errStop = errors.New("stopped")
 
 // fileReader reads one file. read yields the records of the units mine
-// accepts (row groups, record batches, or records of unsplittable files).
+// accepts (row groups, record batches, or records of unsplittable files),
+// each with the runs of file rows it holds.
 type fileReader interface {
 	schema() *arrow.Schema
-	read(mine func(unit int) bool, yield func(arrow.RecordBatch) bool) error
+	read(mine func(unit int) bool, yield func(arrow.RecordBatch, []run) bool) error
 	close()
 }
 
@@ -427,19 +431,40 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 func (r *parquetReader) schema() *arrow.Schema { return r.out }
 func (r *parquetReader) close()                { r.pf.Close() }
 
-func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
+func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch, []run) bool) error {
 	var groups []int
+	var starts, sizes []int64 // file row of each selected group's first row, and its rows
+	var at int64
 	for g := range r.pf.NumRowGroups() {
+		n := r.pf.MetaData().RowGroup(g).NumRows()
 		if mine(g) {
-			groups = append(groups, g)
+			groups, starts, sizes = append(groups, g), append(starts, at), append(sizes, n)
 		}
+		at += n
 	}
 	if len(groups) == 0 {
 		return nil
 	}
 	var want, got int64
-	for _, g := range groups {
-		want += r.pf.MetaData().RowGroup(g).NumRows()
+	for _, n := range sizes {
+		want += n
+	}
+	// runsOf cuts the next m rows read into runs of consecutive file rows.
+	cur, used := 0, int64(0) // the selected group being read, rows of it read
+	runsOf := func(m int64) []run {
+		var runs []run
+		for m > 0 && cur < len(sizes) {
+			t := min(m, sizes[cur]-used)
+			runs = append(runs, run{n: t, fileRow: starts[cur] + used})
+			m, used = m-t, used+t
+			if used == sizes[cur] {
+				cur, used = cur+1, 0
+			}
+		}
+		if m > 0 { // more rows than the footer declares: the count check reports it
+			runs = append(runs, run{n: m, fileRow: -1, unit: "rows past the footer's count"})
+		}
+		return runs
 	}
 	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, groups)
 	if err != nil {
@@ -449,17 +474,18 @@ func (r *parquetReader) read(mine func(int) bool, yield func(arrow.RecordBatch) 
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		got += rec.NumRows()
+		runs := runsOf(rec.NumRows())
 		if r.c.columns != nil {
 			// Leaf order follows the file; put the fields in the order asked.
 			rec = selectColumns(rec, r.out)
-			ok := yield(rec)
+			ok := yield(rec, runs)
 			rec.Release()
 			if !ok {
 				return errStop
 			}
 			continue
 		}
-		if !yield(rec) {
+		if !yield(rec, runs) {
 			return errStop
 		}
 	}
@@ -581,26 +607,36 @@ func (r *ipcReader) close() {
 	r.f.Close()
 }
 
-func (r *ipcReader) emit(rec arrow.RecordBatch, yield func(arrow.RecordBatch) bool) bool {
+func (r *ipcReader) emit(rec arrow.RecordBatch, at run, yield func(arrow.RecordBatch, []run) bool) bool {
+	at.n = rec.NumRows()
 	if r.c.columns == nil {
-		return yield(rec)
+		return yield(rec, []run{at})
 	}
 	sel := selectColumns(rec, r.out)
 	defer sel.Release()
-	return yield(sel)
+	return yield(sel, []run{at})
 }
 
-func (r *ipcReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool) error {
+func (r *ipcReader) read(mine func(int) bool, yield func(arrow.RecordBatch, []run) bool) error {
 	if r.file != nil {
+		// A file's record batches are read one by one: the file rows are
+		// known while every earlier batch was read too.
+		row, known := int64(0), true
 		for i := range r.file.NumRecords() {
 			if !mine(i) {
+				known = false
 				continue
 			}
 			rec, err := r.file.RecordBatchAt(i)
 			if err != nil {
 				return fmt.Errorf("record batch %d: %w", i, err)
 			}
-			ok := r.emit(rec, yield)
+			at := run{fileRow: row, unit: fmt.Sprintf("record batch %d", i)}
+			if !known {
+				at.fileRow = -1
+			}
+			row += rec.NumRows()
+			ok := r.emit(rec, at, yield)
 			rec.Release()
 			if !ok {
 				return errStop
@@ -608,11 +644,13 @@ func (r *ipcReader) read(mine func(int) bool, yield func(arrow.RecordBatch) bool
 		}
 		return nil
 	}
-	i := 0
+	i, row := 0, int64(0)
 	for ; r.stream.Next(); i++ {
-		if mine(i) && !r.emit(r.stream.RecordBatch(), yield) {
+		rec := r.stream.RecordBatch()
+		if mine(i) && !r.emit(rec, run{fileRow: row}, yield) {
 			return errStop
 		}
+		row += rec.NumRows()
 	}
 	if err := r.stream.Err(); err != nil {
 		return fmt.Errorf("record batch %d: %w", i, err)

@@ -375,3 +375,71 @@ func TestCSVTypesFromSample(t *testing.T) {
 		t.Fatalf("null in a non-nullable column: %v", err)
 	}
 }
+
+// Origins name, for every row a Files dataset yields, its file and the row
+// in it, across files, sharded row groups and record batches, and CSV
+// chunks.
+func TestOrigins(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	for _, ext := range []string{"parquet", "arrow", "arrows", "csv"} {
+		t.Run(ext, func(t *testing.T) {
+			dir := t.TempDir()
+			starts := map[string]int64{}
+			for i, n := range []int{37, 50} {
+				path := filepath.Join(dir, fmt.Sprintf("f%d.%s", i, ext))
+				start := int64(i * 1000)
+				starts[path] = start
+				if ext == "csv" {
+					var b strings.Builder
+					b.WriteString("id\n")
+					for r := range n {
+						fmt.Fprintf(&b, "%d\n", start+int64(r))
+					}
+					os.WriteFile(path, []byte(b.String()), 0o644)
+					continue
+				}
+				w, err := sink.Create(path, arrowtest.IDSchema, sink.WithAllocator(mem), sink.WithRowGroupRows(8))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := arrowtest.IDs(mem, int(start), n)
+				for off := int64(0); off < int64(n); off += 8 { // IPC: batches of 8 rows too
+					s := rec.NewSlice(off, min(off+8, int64(n)))
+					if err := w.Write(s); err != nil {
+						t.Fatal(err)
+					}
+					s.Release()
+				}
+				rec.Release()
+				if err := w.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, shard := range []dataset.Shard{{Index: 0, Count: 1}, {Index: 1, Count: 3}} {
+				var o dataset.Origins
+				ds, err := dataset.Files([]string{filepath.Join(dir, "*."+ext)}, dataset.WithAllocator(mem), dataset.WithReadRows(5),
+					dataset.WithShard(shard), dataset.WithOrigins(&o))
+				if err != nil {
+					t.Fatal(err)
+				}
+				row := int64(0)
+				for rec, err := range ds.Records() {
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, id := range arrowtest.Int64s(t, "id", rec) {
+						got, ok := o.Locate(row)
+						file := filepath.Join(dir, fmt.Sprintf("f%d.%s", id/1000, ext))
+						if !ok || got.Path != file || got.Row >= 0 && got.Row != id-starts[file] || got.Row < 0 && got.Unit == "" {
+							t.Fatalf("shard %v: row %d (id %d) located at %+v", shard, row, id, got)
+						}
+						row++
+					}
+				}
+				if _, ok := o.Locate(row); ok {
+					t.Fatalf("row %d is past the end and was located", row)
+				}
+			}
+		})
+	}
+}

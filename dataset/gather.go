@@ -57,12 +57,13 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 	out := arrow.NewSchema(fields, &md)
 
 	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
+		row := int64(0)
 		for rec, err := range ds.Records() {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			g, err := gatherRecord(mem, rec, out, keep, idx, columns)
+			g, err := gatherRecord(mem, rec, out, keep, idx, columns, row)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -70,11 +71,13 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 			if !yieldOwned(yield, g) {
 				return
 			}
+			row += rec.NumRows()
 		}
 	}), nil
 }
 
-func gatherRecord(mem memory.Allocator, rec arrow.RecordBatch, out *arrow.Schema, keep, idx []int, names []string) (arrow.RecordBatch, error) {
+// gatherRecord gathers one record whose first row is dataset row first.
+func gatherRecord(mem memory.Allocator, rec arrow.RecordBatch, out *arrow.Schema, keep, idx []int, names []string, first int64) (arrow.RecordBatch, error) {
 	rows, width := int(rec.NumRows()), len(idx)
 	for j, c := range idx {
 		if col := rec.Column(c); col.NullN() > 0 {
@@ -82,7 +85,7 @@ func gatherRecord(mem memory.Allocator, rec arrow.RecordBatch, out *arrow.Schema
 			for !col.IsNull(r) {
 				r++
 			}
-			return nil, fmt.Errorf("%w: column %q: row %d is null", ErrGather, names[j], r)
+			return nil, &RowError{Row: first + int64(r), Column: names[j], Err: fmt.Errorf("%w: column %q: row %d is null", ErrGather, names[j], r)}
 		}
 	}
 	buf, vals := tensor.NewBuffer(mem, rows*width)

@@ -38,7 +38,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
 	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
-		row := 0
+		row := int64(0)
 		for rec, err := range ds.Records() {
 			if err != nil {
 				yield(nil, err)
@@ -46,7 +46,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 			}
 			list, err := listAsFixed(rec.Column(col), width)
 			if err != nil {
-				yield(nil, fmt.Errorf("feature column %q, in the record from dataset row %d: %w", name, row, err))
+				yield(nil, rowError(name, row, err))
 				return
 			}
 			cols := append([]arrow.Array(nil), rec.Columns()...)
@@ -56,7 +56,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 			if !yieldOwned(yield, converted) {
 				return
 			}
-			row += int(rec.NumRows())
+			row += rec.NumRows()
 		}
 	}), nil
 }

@@ -18,6 +18,16 @@ var (
 	ErrNull = errors.New("tensor: null value")
 )
 
+// RowError is an error of one row of a tensor column: a null, or a row of
+// the wrong width. Row counts from 0 within the array read.
+type RowError struct {
+	Row int
+	Err error // wraps ErrNull or ErrWidth, and says what is wrong
+}
+
+func (e *RowError) Error() string { return e.Err.Error() }
+func (e *RowError) Unwrap() error { return e.Err }
+
 // Width returns the row width d of a fixed_size_list<float32>[d] type, or 0
 // for a list<float32> or large_list<float32> type, whose width is only known
 // from its data. It fails for any other type.
@@ -44,7 +54,8 @@ func Width(dt arrow.DataType) (int, error) {
 func Float32(arr arrow.Array, width int) ([]float32, error) {
 	n := arr.Len()
 	if arr.NullN() > 0 {
-		return nil, fmt.Errorf("%w: row %d is null", ErrNull, firstNull(arr, 0, n))
+		r := firstNull(arr, 0, n)
+		return nil, &RowError{r, fmt.Errorf("%w: row %d is null", ErrNull, r)}
 	}
 	var values arrow.Array
 	var start int
@@ -62,7 +73,7 @@ func Float32(arr arrow.Array, width int) ([]float32, error) {
 		}
 		for i := range n {
 			if b, e := a.ValueOffsets(i); int(e-b) != width {
-				return nil, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)
+				return nil, &RowError{i, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)}
 			}
 		}
 		if n > 0 {
@@ -76,7 +87,8 @@ func Float32(arr arrow.Array, width int) ([]float32, error) {
 	v := values.(*array.Float32)
 	if v.NullN() > 0 {
 		if i := firstNull(v, start, start+n*width); i >= 0 {
-			return nil, fmt.Errorf("%w: row %d holds a null value", ErrNull, (i-start)/width)
+			r := (i - start) / width
+			return nil, &RowError{r, fmt.Errorf("%w: row %d holds a null value", ErrNull, r)}
 		}
 	}
 	return v.Float32Values()[start : start+n*width], nil
