@@ -193,7 +193,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		}
 		return nil, err
 	}
-	ds, err := cfg.dataset()
+	origins := &dataset.Origins{}
+	ds, err := cfg.dataset(origins)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	if failed != nil {
 		w.abort()
-		return nil, failed
+		return nil, locate(failed, origins, resumed)
 	}
 	if err := w.finish(); err != nil {
 		return nil, err
@@ -349,6 +350,29 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 	return fmt.Errorf("%w: %s", ErrOutputExists, c.Output)
 }
 
+// locate names the input file and row of a row's error: a device's
+// (counted in the rows the run read after skipping resumed ones) or the
+// dataset's.
+func locate(err error, origins *dataset.Origins, resumed int64) error {
+	var dev *predict.RowError
+	var data *dataset.RowError
+	var row int64
+	var column string
+	switch {
+	case errors.As(err, &dev):
+		row, column = resumed+dev.Row, dev.Column
+	case errors.As(err, &data):
+		row, column = data.Row, data.Column
+	default:
+		return err
+	}
+	o, ok := origins.Locate(row)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("job: %s, column %q: %w", o, column, err)
+}
+
 // countedInput counts the rows its dataset yields.
 type countedInput struct {
 	ds   *dataset.Dataset
@@ -386,8 +410,9 @@ func (c *Config) fail(phase string, n int) error {
 }
 
 // dataset opens the inputs, projected to the columns the job needs, with
-// the feature column as a tensor of InputSize values.
-func (c *Config) dataset() (*dataset.Dataset, error) {
+// the feature column as a tensor of InputSize values; origins learns where
+// each row comes from.
+func (c *Config) dataset(origins *dataset.Origins) (*dataset.Dataset, error) {
 	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
 		dataset.WithMaxMemory(c.MaxMemory)}
 	if c.CSVSample > 0 {
@@ -428,7 +453,7 @@ func (c *Config) dataset() (*dataset.Dataset, error) {
 			return nil, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
 		}
 	}
-	ds, err := dataset.Files(c.Inputs, append(opts, dataset.WithColumns(compact(columns)...))...)
+	ds, err := dataset.Files(c.Inputs, append(opts, dataset.WithColumns(compact(columns)...), dataset.WithOrigins(origins))...)
 	if err != nil {
 		return nil, err
 	}

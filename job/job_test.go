@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,7 +15,10 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -505,5 +509,93 @@ func TestOutputIsInput(t *testing.T) {
 	}
 	if got := outputIDs(t, input); !slices.Equal(got, seqIDs(100)) {
 		t.Fatal("an input changed")
+	}
+}
+
+// writeListFeatures writes ids start..start+n-1 and list<float32> features
+// of width values to a Parquet file the way other writers do (no stored
+// Arrow schema); row i's features come from feat (nil: a null row).
+func writeListFeatures(t *testing.T, path string, start, n int, feat func(i int) []float32) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "features", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	lb := b.Field(1).(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.Float32Builder)
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(start + i))
+		if v := feat(i); v == nil {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			vb.AppendValues(v, nil)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(64)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The first bad row ends the job with an error naming the file, the row
+// in it and the column: a NaN (the CPU device refuses it), a ragged row, a
+// null row; also when the run resumed part-way.
+func TestBadRowNamesFileAndRow(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m, err := cpu.NewMLP([]int{width, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := func(int) []float32 { return make([]float32, width) }
+	for _, c := range []struct {
+		name string
+		bad  []float32
+		say  string
+	}{
+		{"nan", []float32{1, float32(math.NaN()), 0, 0, 0, 0, 0, 0}, "value 1 is NaN"},
+		{"inf", []float32{0, 0, 0, float32(math.Inf(-1)), 0, 0, 0, 0}, "value 3 is -Inf"},
+		{"ragged", []float32{1, 2, 3}, "has 3 values, want 8"},
+		{"null", nil, "is null"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeListFeatures(t, filepath.Join(dir, "a.parquet"), 0, 200, good)
+			writeListFeatures(t, filepath.Join(dir, "b.parquet"), 200, 300, func(i int) []float32 {
+				if i == 223 {
+					return c.bad
+				}
+				return good(i)
+			})
+			out := filepath.Join(dir, "out.parquet")
+			cfg := config(mem, filepath.Join(dir, "*.parquet"), out, m)
+			cfg.Model = m
+			_, err := job.Run(t.Context(), cfg)
+			where := filepath.Join(dir, "b.parquet") + `, row 223, column "features"`
+			if err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), c.say) {
+				t.Fatalf("error %v; want it to say %q and %q", err, where, c.say)
+			}
+			// Resumed past the first parts, the row is named the same way.
+			cfg.Resume = true
+			cfg.Overwrite = false
+			_, err = job.Run(t.Context(), cfg)
+			if err == nil || !strings.Contains(err.Error(), where) {
+				t.Fatalf("resumed: %v", err)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package predict
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -60,3 +62,37 @@ type Batch struct {
 
 // Rows returns the number of real (not padding) rows of the batch.
 func (b Batch) Rows() int { return int(b.Record.NumRows()) - b.Padding }
+
+// RowError is a device's error about one row of a batch: a session returns
+// it (Row counting from 0 within the batch it was given) for a row it
+// cannot predict, such as a null or non-finite feature. The Predictor
+// passes it on with Row counting the rows of the run, so a caller can
+// name the input row.
+type RowError struct {
+	Row    int64
+	Column string
+	Err    error
+}
+
+func (e *RowError) Error() string {
+	var inner *RowError
+	if errors.As(e.Err, &inner) {
+		return e.Err.Error() // a row moved on by the Predictor: the inner one says it
+	}
+	return fmt.Sprintf("row %d, column %q: %v", e.Row, e.Column, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// shiftRow returns err with the row of its RowError, if it has one, moved
+// on by offset rows.
+func shiftRow(err error, offset int64) error {
+	var re *RowError
+	if offset == 0 || !errors.As(err, &re) {
+		return err
+	}
+	if direct, ok := err.(*RowError); ok {
+		return &RowError{Row: direct.Row + offset, Column: direct.Column, Err: direct.Err}
+	}
+	return &RowError{Row: re.Row + offset, Column: re.Column, Err: err}
+}

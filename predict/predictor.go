@@ -201,7 +201,8 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		}
 		rec, err := s.run(ctx, batch)
 		if err != nil {
-			return err
+			// Every batch before the last is full: batch i starts at row i·n.
+			return shiftRow(err, int64(batch.Index)*int64(c.batchSize))
 		}
 		t := time.Now()
 		ok := emit(rec, batch.Index)

@@ -74,7 +74,7 @@ func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, er
 			real := min(max(b.rows-i*per, 0), per)
 			out, err := predictOne(gctx, s, Batch{Index: b.Index, Record: slice, Padding: per - real}, per)
 			if err != nil {
-				return replicaError(n, i, err)
+				return replicaError(n, i, shiftRow(err, int64(i*per)))
 			}
 			outs[i] = out
 			return nil

@@ -39,6 +39,11 @@ func (a Activation) String() string {
 // ErrModel reports a model whose layers do not fit together.
 var ErrModel = errors.New("cpu: invalid model")
 
+// ErrNonFinite reports a NaN or infinite feature value: the products would
+// spread it over the row's outputs, and the argmax of NaN probabilities is
+// not a class.
+var ErrNonFinite = errors.New("cpu: feature value is not finite")
+
 // Layer is a dense layer: y = act(x·W + b).
 type Layer struct {
 	In, Out    int
@@ -64,6 +69,9 @@ type MLP struct {
 	// of several replicas are always serial, so replicas do not fight over
 	// the cores.
 	Serial bool
+	// AllowNonFinite predicts rows with NaN or infinite features instead of
+	// failing them with ErrNonFinite (their outputs are then NaN).
+	AllowNonFinite bool
 }
 
 // NewMLP returns an MLP with the given layer sizes (input first, classes

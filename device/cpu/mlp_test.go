@@ -351,3 +351,41 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// A NaN or infinite feature fails its row, named in the run's rows (here
+// batch 2, replica 1 of 2, row 5 of that slice: row 37), unless the model
+// allows them.
+func TestNonFiniteFeatures(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m := newMLP(t, cpu.ReLU, 2, 4, 3)
+	rows := make([][]float32, 50)
+	for i := range rows {
+		rows[i] = []float32{float32(i), 1}
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+		rows[37][1] = bad
+		rec := listRecord(mem, rows, -1)
+		ds, err := dataset.AsTensor(dataset.FromRecords(rec.Schema(), rec), "features", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := predict.New(m, predict.WithBatchSize(16), predict.WithReplicas(2), predict.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rowErr *predict.RowError
+		for _, err = range p.All(t.Context(), ds) {
+		}
+		if !errors.Is(err, cpu.ErrNonFinite) || !errors.As(err, &rowErr) || rowErr.Row != 37 || rowErr.Column != "features" ||
+			!strings.Contains(err.Error(), fmt.Sprintf("value 1 is %v", bad)) {
+			t.Fatalf("%v: err %v (row error %+v)", bad, err, rowErr)
+		}
+		m.AllowNonFinite = true
+		_, probs, err := run(t, mem, m, ds, 16)
+		m.AllowNonFinite = false
+		if err != nil || len(probs) != 50 || !math.IsNaN(float64(probs[37][0])) {
+			t.Fatalf("allowed: %v, %d rows", err, len(probs))
+		}
+		rec.Release()
+	}
+}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,9 +79,33 @@ func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch
 	}
 	x, err := tensor.Float32(col, s.m.InputSize())
 	if err != nil {
-		return nil, fmt.Errorf("cpu: feature column %q: %w", s.m.feature(), err)
+		err = fmt.Errorf("cpu: feature column %q: %w", s.m.feature(), err)
+		var te *tensor.RowError
+		if errors.As(err, &te) {
+			return nil, &predict.RowError{Row: int64(te.Row), Column: s.m.feature(), Err: err}
+		}
+		return nil, err
+	}
+	if !s.m.AllowNonFinite {
+		if i := firstNonFinite(x[:live*s.m.InputSize()]); i >= 0 {
+			row := i / s.m.InputSize()
+			return nil, &predict.RowError{Row: int64(row), Column: s.m.feature(),
+				Err: fmt.Errorf("%w: value %d is %v", ErrNonFinite, i%s.m.InputSize(), x[i])}
+		}
 	}
 	return s.forward(x, live, rows), nil
+}
+
+// firstNonFinite returns the index of the first NaN or infinite value, or
+// -1. v-v is 0 for every finite v and NaN otherwise; the loop does one
+// subtraction and one compare a value.
+func firstNonFinite(x []float32) int {
+	for i, v := range x {
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // forward runs the model over the first live rows of x and returns the
