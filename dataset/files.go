@@ -273,7 +273,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 	if errors.Is(err, errStop) {
 		return false
 	}
-	if err != nil && !errors.Is(err, ErrUnreadable) {
+	if err != nil && !errors.Is(err, ErrUnreadable) && !errors.Is(err, ErrCSVValue) {
 		err = fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if err != nil {

@@ -244,6 +244,8 @@ func TestBadInputOneLineErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "trunc.parquet"), []byte("PAR1xxxx"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "nulls.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,,5,6,7,8\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "nan.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "late.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n"), 0o644)
 	notDir := filepath.Join(dir, "plainfile")
 	os.WriteFile(notDir, nil, 0o644)
 	wide, _ := cpu.NewMLP([]int{9, 2}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
@@ -260,6 +262,8 @@ func TestBadInputOneLineErrors(t *testing.T) {
 		{"truncated parquet", []string{"--model", model, "--input", filepath.Join(dir, "trunc.parquet"), "--output", out}, "trunc.parquet"},
 		{"csv column count", []string{"--model", model, "--input", filepath.Join(dir, "bad.csv"), "--output", out, "--features", "f*"}, "bad.csv"},
 		{"feature nulls", []string{"--model", model, "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, `column "f3": row 1 is null`},
+		{"feature nan", []string{"--model", model, "--input", filepath.Join(dir, "nan.csv"), "--output", out, "--features", "f*"}, `nan.csv, row 1, column "features"`},
+		{"csv value", []string{"--model", model, "--input", filepath.Join(dir, "late.csv"), "--output", out, "--features", "f*", "--csv-sample", "2"}, `late.csv: dataset: CSV value does not parse: row 2, column "f2": "x" is not an int64`},
 		{"feature count", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, "match 8 columns, the model takes 9"},
 		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `no column "pixels"`},
 		{"feature wrong type", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "id"}, "id"},
