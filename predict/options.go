@@ -26,6 +26,7 @@ type config struct {
 	keepPadding bool
 	logger      *slog.Logger
 	onStats     func(Stats)
+	setAside    func(row arrow.RecordBatch, err error)
 
 	// Online batching (Batcher, Stream).
 	sessions  int
@@ -90,6 +91,19 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithStats registers a function that receives the statistics of every run
 // after its session has shut down and before its channel closes.
 func WithStats(fn func(Stats)) Option { return func(c *config) { c.onStats = fn } }
+
+// WithSetAside keeps a run going when the device fails a batch because of
+// some of its rows (poison rows: a value the model refuses, a row that
+// crashes it): the Predictor runs the batch again in halves, splitting
+// halves that fail again, until the rows that fail on their own are found.
+// Each is handed to fn (a one-row record of the input columns, borrowed for
+// the call, with the error it failed with) and left out of the
+// predictions; every other row is predicted, in order. If every row of a
+// batch fails on its own the device is failing, not the rows, and the
+// batch's error ends the run as usual. Predict and All only.
+func WithSetAside(fn func(row arrow.RecordBatch, err error)) Option {
+	return func(c *config) { c.setAside = fn }
+}
 
 // WithSessions runs n groups of sessions (each of WithReplicas sessions)
 // side by side in a [Batcher] or [Predictor.Stream], each taking whole
@@ -202,6 +216,8 @@ func (c *config) validateOnline() error {
 		return errors.New("predict: WithPadding is for Predict and All, not online batching")
 	case c.prefetch > 0:
 		return errors.New("predict: WithPrefetch is for Predict and All, not online batching")
+	case c.setAside != nil:
+		return errors.New("predict: WithSetAside is for Predict and All, not online batching")
 	}
 	return nil
 }

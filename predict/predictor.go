@@ -192,7 +192,7 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 	if c.prefetch > 0 {
 		input = prefetch(ctx, input, c.prefetch, padded.release)
 	}
-	s := step{p: p, devices: devices, keep: keep, stats: &st}
+	s := step{p: p, padder: padder, devices: devices, keep: keep, stats: &st}
 	waitFrom := time.Now()
 	for batch, err := range input {
 		st.InputWait += time.Since(waitFrom)
@@ -225,6 +225,7 @@ func inputError(index int, err error) error {
 // step turns one padded batch into its predictions.
 type step struct {
 	p       *Predictor
+	padder  *pad.Padder // for bisection (WithSetAside); nil in a Batcher
 	devices *replicas
 	keep    []int         // passthrough column indices
 	outputs *arrow.Schema // the model's output schema, from the first batch
@@ -247,12 +248,21 @@ func (s *step) run(ctx context.Context, b padded) (arrow.RecordBatch, error) {
 
 	t := time.Now()
 	out, err := s.devices.predict(ctx, b)
+	record := b.Record
+	if err != nil && s.p.cfg.setAside != nil && s.padder != nil && ctx.Err() == nil {
+		// Find the rows that fail on their own; predict the others.
+		out, record, err = s.bisect(ctx, b, err)
+		if record != nil {
+			defer record.Release()
+			info.Rows, info.Padding = int(record.NumRows()), 0
+		}
+	}
 	s.stats.DeviceTime += time.Since(t)
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: model: %w", index, err)
 	}
 	defer out.Release()
-	rec, err := s.assemble(out, b.Record, info)
+	rec, err := s.assemble(out, record, info)
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: %w", index, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -250,5 +251,52 @@ func TestReplicaAndBucketOptionErrors(t *testing.T) {
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.say) {
 			t.Errorf("err %v, want %v saying %q", err, c.is, c.say)
 		}
+	}
+}
+
+// Poison rows: a batch the device fails because of some rows is run again
+// in halves until those rows are found; they are set aside and every other
+// row is predicted, in order.
+func TestSetAsidePoisonRows(t *testing.T) {
+	poison := map[int64]bool{5: true, 37: true, 38: true, 99: true}
+	for _, replicas := range []int{1, 2} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		f := newFixture(t, mem, 30, 70)
+		m := &fakedev.Model{Poison: func(id int64) bool { return poison[id] }}
+		var aside []int64
+		var st predict.Stats
+		p := newPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithReplicas(replicas), predict.WithAllocator(mem),
+			predict.WithStats(func(s predict.Stats) { st = s }),
+			predict.WithSetAside(func(row arrow.RecordBatch, err error) {
+				if row.NumRows() != 1 || !errors.Is(err, fakedev.ErrInjected) {
+					t.Errorf("set aside %d rows: %v", row.NumRows(), err)
+				}
+				aside = append(aside, arrowtest.Int64s(t, "id", row)...)
+			}))
+		ys, err := drain(t, p.Predict(t.Context(), f.ds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		for id := range int64(100) {
+			if !poison[id] {
+				want = append(want, 2*id)
+			}
+		}
+		if !slices.Equal(ys, want) || !slices.Equal(aside, []int64{5, 37, 38, 99}) || st.Rows != 96 {
+			t.Fatalf("replicas %d: %d predictions, set aside %v, stats rows %d", replicas, len(ys), aside, st.Rows)
+		}
+		assertLifecycle(t, m, int32(replicas))
+		f.release()
+		mem.AssertSize(t, 0)
+	}
+	// A batch whose every row fails alone: the device is failing; the run ends.
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 40)
+	m := &fakedev.Model{Poison: func(id int64) bool { return id >= 16 && id < 32 }}
+	p := newPredictor(t, m, predict.WithBatchSize(16), predict.WithAllocator(mem),
+		predict.WithSetAside(func(arrow.RecordBatch, error) { t.Error("a row was set aside") }))
+	if _, err := drain(t, p.Predict(t.Context(), f.ds)); !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1") {
+		t.Fatalf("every row failing: %v", err)
 	}
 }

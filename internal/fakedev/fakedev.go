@@ -37,6 +37,9 @@ type Model struct {
 	// Block makes Predict wait until the channel is closed or ctx is done,
 	// after any injected failure.
 	Block chan struct{}
+	// Poison, if set, fails every batch holding a real row whose id it
+	// reports true for, as a model fails on a value it cannot take.
+	Poison func(id int64) bool
 
 	Starts, Shutdowns, Predicts atomic.Int32
 	// Live counts sessions started and not yet shut down.
@@ -116,6 +119,14 @@ func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.RecordBat
 		}
 	}
 	rows := int(b.Record.NumRows())
+	if m.Poison != nil {
+		ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
+		for i := range b.Rows() {
+			if m.Poison(ids.Value(i)) {
+				return nil, fmt.Errorf("poison id %d: %w", ids.Value(i), ErrInjected)
+			}
+		}
+	}
 	if !slices.Contains(s.cfg.BatchSizes, rows) {
 		return nil, fmt.Errorf("fakedev: batch of %d rows, session batch sizes %v", rows, s.cfg.BatchSizes)
 	}

@@ -1,0 +1,108 @@
+package predict
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/pad"
+)
+
+// bisect looks for the rows of a failed batch that fail on their own:
+// it runs each half of the failing rows, padded to an allowed size, and
+// splits halves that fail again, down to single rows, which go to the
+// WithSetAside function. It returns the model outputs of the rows that
+// succeeded and those rows, padded to their own count (no padding rows),
+// in input order. If every row fails on its own, the device is failing,
+// not the rows: the batch's error stands.
+func (s *step) bisect(ctx context.Context, b padded, whole error) (out, rows arrow.RecordBatch, err error) {
+	real, _, err := pad.Strip(b.Record)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer real.Release()
+	var ins, outs []arrow.RecordBatch
+	defer func() {
+		releaseAll(ins)
+		releaseAll(outs)
+	}()
+	var failed []failure
+	if err := s.split(ctx, b.Index, real, whole, &ins, &outs, &failed); err != nil {
+		return nil, nil, err
+	}
+	if len(failed) == int(real.NumRows()) {
+		releaseAll(failures(failed))
+		return nil, nil, whole
+	}
+	for _, f := range failed {
+		s.p.cfg.setAside(f.row, f.err)
+		f.row.Release()
+	}
+	// Some rows succeeded, so ins and outs are not empty.
+	joined, err := concatRecords(s.p.cfg.mem, ins)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer joined.Release()
+	if rows, _, err = s.padder.PadTo(joined, int(joined.NumRows())); err != nil {
+		return nil, nil, err
+	}
+	if out, err = concatRecords(s.p.cfg.mem, outs); err != nil {
+		rows.Release()
+		return nil, nil, err
+	}
+	return out, rows, nil
+}
+
+type failure struct {
+	row arrow.RecordBatch
+	err error
+}
+
+func failures(fs []failure) []arrow.RecordBatch {
+	out := make([]arrow.RecordBatch, len(fs))
+	for i, f := range fs {
+		out[i] = f.row
+	}
+	return out
+}
+
+// split runs rows (which failed together with err) in two halves,
+// appending what succeeds to ins and outs and single failing rows to
+// failed. A cancelled context ends it.
+func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err error, ins, outs *[]arrow.RecordBatch, failed *[]failure) error {
+	n := rows.NumRows()
+	if n == 1 {
+		rows.Retain()
+		*failed = append(*failed, failure{rows, err})
+		return nil
+	}
+	for _, r := range [][2]int64{{0, n / 2}, {n / 2, n}} {
+		half := rows.NewSlice(r[0], r[1])
+		m := int(r[1] - r[0])
+		rec, padding, perr := s.padder.PadTo(half, s.p.cfg.paddedSize(m))
+		if perr != nil {
+			half.Release()
+			return perr
+		}
+		out, derr := s.devices.predict(ctx, padded{Batch: Batch{Index: index, Record: rec, Padding: padding}, rows: m})
+		rec.Release()
+		switch {
+		case derr == nil:
+			*ins = append(*ins, half)
+			*outs = append(*outs, out.NewSlice(0, int64(m)))
+			out.Release()
+			continue
+		case ctx.Err() != nil || errors.Is(derr, context.Canceled):
+			half.Release()
+			return derr
+		}
+		err := s.split(ctx, index, half, derr, ins, outs, failed)
+		half.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
