@@ -32,6 +32,8 @@ type csvReader struct {
 	cols   []int         // for each field of out, its column in the file
 	mem    memory.Allocator
 	chunk  int
+	path   string
+	onBad  func(path string, fileRow int64, column string, err error)
 }
 
 func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, error) {
@@ -39,7 +41,7 @@ func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, er
 	if err != nil {
 		return nil, err
 	}
-	r := &csvReader{f: f, mem: mem, chunk: c.batchRows}
+	r := &csvReader{f: f, mem: mem, chunk: c.batchRows, path: path, onBad: c.csvBadValues}
 	if err := r.init(c); err != nil {
 		f.Close()
 		return nil, err
@@ -160,7 +162,11 @@ func (r *csvReader) convert(strs arrow.RecordBatch, first int64) (arrow.RecordBa
 	for j, col := range r.cols {
 		f := r.out.Field(j)
 		conv, _ := newConverter(f.Type)
-		arr, row, err := conv(r.mem, strs.Column(col).(*array.String))
+		var onBad func(int, error)
+		if r.onBad != nil {
+			onBad = func(row int, err error) { r.onBad(r.path, first+int64(row), f.Name, err) }
+		}
+		arr, row, err := conv(r.mem, strs.Column(col).(*array.String), onBad)
 		if err == nil && !f.Nullable && arr.NullN() > 0 {
 			for row = 0; arr.IsValid(row); row++ {
 			}
@@ -229,45 +235,57 @@ func (k csvKind) dataType() arrow.DataType {
 
 // converter builds a typed column from strings (nulls stay null); on a
 // value that does not parse it returns the row.
-type converter func(memory.Allocator, *array.String) (arrow.Array, int, error)
+// With onBad set, a value that does not parse becomes a null and is
+// reported to onBad instead.
+type converter func(mem memory.Allocator, s *array.String, onBad func(row int, err error)) (arrow.Array, int, error)
 
 func newConverter(dt arrow.DataType) (converter, error) {
 	switch dt.ID() {
 	case arrow.STRING:
-		return func(_ memory.Allocator, s *array.String) (arrow.Array, int, error) {
+		return func(_ memory.Allocator, s *array.String, _ func(int, error)) (arrow.Array, int, error) {
 			s.Retain()
 			return s, 0, nil
 		}, nil
 	case arrow.BOOL:
 		return parsed(dt, func(b array.Builder, v string) error {
 			x, err := strconv.ParseBool(strings.ToLower(v))
-			b.(*array.BooleanBuilder).Append(x)
+			if err == nil {
+				b.(*array.BooleanBuilder).Append(x)
+			}
 			return err
 		}), nil
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
 		bits := dt.(arrow.FixedWidthDataType).BitWidth()
 		return parsed(dt, func(b array.Builder, v string) error {
 			x, err := strconv.ParseInt(v, 10, bits)
-			appendInt(b, x)
+			if err == nil {
+				appendInt(b, x)
+			}
 			return err
 		}), nil
 	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
 		bits := dt.(arrow.FixedWidthDataType).BitWidth()
 		return parsed(dt, func(b array.Builder, v string) error {
 			x, err := strconv.ParseUint(v, 10, bits)
-			appendUint(b, x)
+			if err == nil {
+				appendUint(b, x)
+			}
 			return err
 		}), nil
 	case arrow.FLOAT32:
 		return parsed(dt, func(b array.Builder, v string) error {
 			x, err := strconv.ParseFloat(v, 32)
-			b.(*array.Float32Builder).Append(float32(x))
+			if err == nil {
+				b.(*array.Float32Builder).Append(float32(x))
+			}
 			return err
 		}), nil
 	case arrow.FLOAT64:
 		return parsed(dt, func(b array.Builder, v string) error {
 			x, err := strconv.ParseFloat(v, 64)
-			b.(*array.Float64Builder).Append(x)
+			if err == nil {
+				b.(*array.Float64Builder).Append(x)
+			}
 			return err
 		}), nil
 	}
@@ -276,7 +294,7 @@ func newConverter(dt arrow.DataType) (converter, error) {
 
 // parsed returns a converter that appends each value with add.
 func parsed(dt arrow.DataType, add func(array.Builder, string) error) converter {
-	return func(mem memory.Allocator, s *array.String) (arrow.Array, int, error) {
+	return func(mem memory.Allocator, s *array.String, onBad func(int, error)) (arrow.Array, int, error) {
 		b := array.NewBuilder(mem, dt)
 		defer b.Release()
 		b.Reserve(s.Len())
@@ -289,6 +307,11 @@ func parsed(dt arrow.DataType, add func(array.Builder, string) error) converter 
 				var num *strconv.NumError
 				if errors.As(err, &num) {
 					err = fmt.Errorf("%q is not %s (%v)", s.Value(i), article(dt), num.Err)
+				}
+				if onBad != nil {
+					b.AppendNull()
+					onBad(i, err)
+					continue
 				}
 				return nil, i, err
 			}

@@ -106,15 +106,16 @@ func (s Shard) owns(files, f, u int) bool {
 }
 
 type filesConfig struct {
-	format    Format
-	columns   []string
-	batchRows int
-	csvSchema *arrow.Schema
-	csvSample int
-	shard     Shard
-	mem       memory.Allocator
-	maxMemory int64 // a read's memory ceiling; 0: derived from the file's size
-	origins   *Origins
+	format       Format
+	columns      []string
+	batchRows    int
+	csvSchema    *arrow.Schema
+	csvSample    int
+	csvBadValues func(path string, fileRow int64, column string, err error)
+	shard        Shard
+	mem          memory.Allocator
+	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
+	origins      *Origins
 }
 
 // FilesOption configures [Files].
@@ -134,6 +135,14 @@ func WithReadRows(n int) FilesOption { return func(c *filesConfig) { c.batchRows
 
 // WithCSVSchema gives the schema of CSV files; without it, it is inferred.
 func WithCSVSchema(s *arrow.Schema) FilesOption { return func(c *filesConfig) { c.csvSchema = s } }
+
+// WithCSVBadValues makes a CSV value that does not parse a null, reported
+// to fn with its file, file row (from 0, after the header) and column,
+// instead of an error that ends the read: for callers that set such rows
+// aside. fn is called before the record holding the row is yielded.
+func WithCSVBadValues(fn func(path string, fileRow int64, column string, err error)) FilesOption {
+	return func(c *filesConfig) { c.csvBadValues = fn }
+}
 
 // WithCSVSample sets how many rows of each CSV file the column types are
 // inferred from (the default is 10,000). A later value that does not parse

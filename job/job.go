@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -75,6 +76,14 @@ type Config struct {
 	// inferred from (dataset.WithCSVSample); 0 keeps the default.
 	CSVSample int
 
+	// SetAside, if set, is the file (.parquet, .arrow, .arrows) where rows
+	// that cannot be predicted go, with their keys, source file, file row,
+	// column and reason, while the job goes on: a null or ragged feature,
+	// a value that does not parse, a row the device fails on its own (found
+	// by bisecting the batch). Empty: the first such row ends the job with
+	// an error naming its file, row and column.
+	SetAside string
+
 	// MaxMemory bounds what the reader of one input file may hold at once
 	// (dataset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
@@ -98,6 +107,7 @@ type Summary struct {
 	// Rows is the rows written: one per input row, RowsIn in all.
 	Rows          int64         `json:"rows"`
 	RowsIn        int64         `json:"rows_in"`
+	RowsSetAside  int64         `json:"rows_set_aside"`
 	ResumedRows   int64         `json:"resumed_rows"`
 	Batches       int64         `json:"batches"`
 	PaddedRows    int64         `json:"padded_rows"`
@@ -193,11 +203,6 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		}
 		return nil, err
 	}
-	origins := &dataset.Origins{}
-	ds, err := cfg.dataset(origins)
-	if err != nil {
-		return nil, err
-	}
 	parts, err := openParts(l, fingerprint, cfg.PartRows, cfg.Resume, cfg.Overwrite)
 	if err != nil {
 		return nil, err
@@ -208,6 +213,27 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 			parts.clear()
 		}
 	}()
+	// The input: every row read is counted and numbered (rowColumn); rows
+	// a resume has done are skipped; in SetAside mode, rows that cannot be
+	// predicted are set aside before batching.
+	origins := &dataset.Origins{}
+	skip := parts.inEnd()
+	var in *countedInput
+	var set *aside
+	ds, err := cfg.dataset(origins, func(files *dataset.Dataset, gathered []string) *dataset.Dataset {
+		in = cfg.counted(files, skip)
+		if cfg.SetAside == "" {
+			return in.ds
+		}
+		set = newAside(files.Schema(), cfg.Keep, origins, cfg.Allocator)
+		return cfg.screen(in.ds, set, gathered)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		defer set.release()
+	}
 	if !l.folder {
 		removeStrayTemps(cfg.Output)
 	}
@@ -224,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	opts := append([]predict.Option{
 		predict.WithBatchSize(cfg.BatchSize),
 		predict.WithAllocator(cfg.Allocator),
-		predict.WithPassthrough(cfg.Keep...),
+		predict.WithPassthrough(append(slices.Clone(cfg.Keep), rowColumn)...),
 		predict.WithLogger(cfg.Logger),
 		predict.WithStats(func(s predict.Stats) { stats = s }),
 		predict.WithPrefetch(cfg.Prefetch),
@@ -232,6 +258,9 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 			return cfg.fail("predict", b.Index)
 		}}),
 	}, cfg.Predict...)
+	if set != nil {
+		opts = append(opts, predict.WithSetAside(set.predicted))
+	}
 	p, err := predict.New(cfg.Model, opts...)
 	if err != nil {
 		return nil, err
@@ -239,14 +268,14 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 
 	// The channel form runs the device in a goroutine of its own, so
 	// writing a batch here overlaps with predicting the next.
-	w := &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail}
+	w := &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: set}
 	parts.inject = cfg.fail
 	done := resumed
 	run, stop := context.WithCancel(ctx)
 	defer stop()
 	var failed error
-	in := cfg.counted(ds) // read after the channel closes, when its reader has stopped
-	for r := range p.Predict(run, dataset.Skip(in.ds, resumed)) {
+	// in is read after the channel closes, when its reader has stopped.
+	for r := range p.Predict(run, ds) {
 		if r.Err != nil {
 			failed = r.Err
 			continue
@@ -268,17 +297,24 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	}
 	if failed != nil {
 		w.abort()
-		return nil, locate(failed, origins, resumed)
+		return nil, locate(failed, origins, skip)
 	}
-	if err := w.finish(); err != nil {
+	if err := w.finish(in.rows); err != nil {
 		return nil, err
 	}
-	// Every row the inputs declare was read, and every row read written.
+	// Every row the inputs declare was read, and every row read written or
+	// set aside.
+	setAside := parts.asideRows()
 	switch {
 	case total >= 0 && in.rows != total:
 		return nil, fmt.Errorf("%w: read %d rows of the %d the inputs declare", ErrRowsLost, in.rows, total)
-	case done != in.rows:
-		return nil, fmt.Errorf("%w: wrote %d rows of the %d read", ErrRowsLost, done, in.rows)
+	case done+setAside != in.rows:
+		return nil, fmt.Errorf("%w: wrote %d rows and set %d aside of the %d read", ErrRowsLost, done, setAside, in.rows)
+	}
+	if cfg.SetAside != "" {
+		if err := parts.mergeAside(cfg.SetAside, set.schema, cfg.Allocator); err != nil {
+			return nil, err
+		}
 	}
 	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(ds.Schema()) }
 	if l.folder {
@@ -289,7 +325,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sum = &Summary{Output: cfg.Output, Rows: done, RowsIn: in.rows, ResumedRows: resumed, Stats: stats,
+	sum = &Summary{Output: cfg.Output, Rows: done, RowsIn: in.rows, RowsSetAside: setAside, ResumedRows: resumed, Stats: stats,
 		Batches: stats.Batches, PaddedRows: stats.PaddedRows, Parts: len(parts.m.Parts), Wall: time.Since(began)}
 	if s := sum.Wall.Seconds(); s > 0 {
 		sum.RowsPerSecond = float64(done-resumed) / s
@@ -350,19 +386,19 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 	return fmt.Errorf("%w: %s", ErrOutputExists, c.Output)
 }
 
-// locate names the input file and row of a row's error: a device's
-// (counted in the rows the run read after skipping resumed ones) or the
-// dataset's.
-func locate(err error, origins *dataset.Origins, resumed int64) error {
+// locate names the input file and row of a row's error, a device's or the
+// dataset's, counted in the rows the run read after skipping those a
+// resume had done.
+func locate(err error, origins *dataset.Origins, skip int64) error {
 	var dev *predict.RowError
 	var data *dataset.RowError
 	var row int64
 	var column string
 	switch {
 	case errors.As(err, &dev):
-		row, column = resumed+dev.Row, dev.Column
+		row, column = skip+dev.Row, dev.Column
 	case errors.As(err, &data):
-		row, column = data.Row, data.Column
+		row, column = skip+data.Row, data.Column
 	default:
 		return err
 	}
@@ -379,26 +415,61 @@ type countedInput struct {
 	rows int64
 }
 
-// counted wraps ds to count its rows and, in tests, fail a read.
-func (c *Config) counted(ds *dataset.Dataset) *countedInput {
+// counted wraps ds to count every row it reads, number each in
+// rowColumn, and pass on those from row skip on. In tests, it fails a read.
+func (c *Config) counted(ds *dataset.Dataset, skip int64) *countedInput {
 	in := &countedInput{}
-	in.ds = dataset.New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
+	fields := append(ds.Schema().Fields(), arrow.Field{Name: rowColumn, Type: arrow.PrimitiveTypes.Int64})
+	schema := arrow.NewSchema(fields, nil)
+	in.ds = dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		in.rows = 0
 		i := 0
 		for rec, err := range ds.Records() {
 			if err == nil {
 				err = c.fail("read", i)
 			}
-			if err == nil {
-				in.rows += rec.NumRows()
-			}
-			if !yield(rec, err) || err != nil {
+			if err != nil {
+				yield(nil, err)
 				return
 			}
+			first := in.rows
+			in.rows += rec.NumRows()
 			i++
+			if in.rows <= skip {
+				continue
+			}
+			numbered := withRows(c.Allocator, schema, rec, first, max(skip-first, 0))
+			ok := yield(numbered, nil)
+			numbered.Release()
+			if !ok {
+				return
+			}
 		}
 	})
 	return in
+}
+
+// withRows returns rows [from, n) of rec with rowColumn appended, the
+// record's first row being input row first.
+func withRows(mem memory.Allocator, schema *arrow.Schema, rec arrow.RecordBatch, first, from int64) arrow.RecordBatch {
+	n := rec.NumRows()
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Reserve(int(n - from))
+	for r := from; r < n; r++ {
+		b.UnsafeAppend(first + r)
+	}
+	rows := b.NewArray()
+	defer rows.Release()
+	cols := append(slices.Clone(rec.Columns()), rows)
+	if from == 0 {
+		return array.NewRecordBatch(schema, cols, n)
+	}
+	for i := range len(cols) - 1 {
+		cols[i] = array.NewSlice(cols[i], from, n)
+		defer cols[i].Release()
+	}
+	return array.NewRecordBatch(schema, cols, n-from)
 }
 
 // fail returns the test's injected failure for the nth event of phase.
@@ -412,7 +483,7 @@ func (c *Config) fail(phase string, n int) error {
 // dataset opens the inputs, projected to the columns the job needs, with
 // the feature column as a tensor of InputSize values; origins learns where
 // each row comes from.
-func (c *Config) dataset(origins *dataset.Origins) (*dataset.Dataset, error) {
+func (c *Config) dataset(origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, error) {
 	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
 		dataset.WithMaxMemory(c.MaxMemory)}
 	if c.CSVSample > 0 {
@@ -457,6 +528,7 @@ func (c *Config) dataset(origins *dataset.Origins) (*dataset.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	ds = middle(ds, gathered)
 	if len(gathered) > 0 {
 		if ds, err = dataset.Gather(ds, c.Allocator, c.FeatureColumn, gathered...); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrFeatures, err)
@@ -515,7 +587,8 @@ func (c *Config) fingerprint(files []string) (string, error) {
 		Feature                string
 		Gather, Keep           []string
 		Batch, PartRows, Shard string
-	}{Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
+		SetAside               bool
+	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
 	for _, f := range files {
 		st, err := os.Stat(f)

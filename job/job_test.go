@@ -599,3 +599,128 @@ func TestBadRowNamesFileAndRow(t *testing.T) {
 		})
 	}
 }
+
+// readAside returns the rows set aside: id, source file (base name), file
+// row, column, and whether the reason mentions want.
+func readAside(t *testing.T, path string) []string {
+	t.Helper()
+	ds, err := dataset.Files([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(rec.NumRows()) {
+			var row []string
+			for c := range int(rec.NumCols()) {
+				v := rec.Column(c).ValueStr(i)
+				if rec.ColumnName(c) == "source_file" {
+					v = filepath.Base(v)
+				}
+				if rec.ColumnName(c) == "reason" {
+					v = strings.Fields(v)[len(strings.Fields(v))-1]
+				}
+				row = append(row, v)
+			}
+			out = append(out, strings.Join(row, " "))
+		}
+	}
+	return out
+}
+
+// With SetAside, rows that cannot be predicted go to their own file with
+// their keys, source file, file row, column and reason, and the job goes
+// on; interrupted and resumed, both outputs are byte for byte those of a
+// run never interrupted.
+func TestSetAsideBadRows(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m, err := cpu.NewMLP([]int{width, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	bad := map[int][]float32{7: {nan, 0, 0, 0, 0, 0, 0, 0}, 210: nil, 250: {1, 2, 3}, 323: {0, 0, 0, 0, 0, 0, 0, inf}, 324: {nan, nan, 0, 0, 0, 0, 0, 0}}
+	dir := t.TempDir()
+	feat := func(start int) func(int) []float32 {
+		return func(i int) []float32 {
+			if v, ok := bad[start+i]; ok {
+				return v
+			}
+			return make([]float32, width)
+		}
+	}
+	writeListFeatures(t, filepath.Join(dir, "a.parquet"), 0, 200, feat(0))
+	writeListFeatures(t, filepath.Join(dir, "b.parquet"), 200, 300, feat(200))
+	input := filepath.Join(dir, "*.parquet")
+	var want []int64
+	for id := range int64(500) {
+		if _, ok := bad[int(id)]; !ok {
+			want = append(want, id)
+		}
+	}
+	wantAside := []string{
+		"7 a.parquet 7 features NaN", "210 b.parquet 10 features null", "250 b.parquet 50 features 8",
+		"323 b.parquet 123 features +Inf", "324 b.parquet 124 features NaN",
+	}
+	for _, kind := range []string{"file", "folder"} {
+		t.Run(kind, func(t *testing.T) {
+			out := func(name string) string {
+				if kind == "folder" {
+					return filepath.Join(dir, kind, name) + "/"
+				}
+				return filepath.Join(dir, kind, name+".parquet")
+			}
+			os.MkdirAll(filepath.Join(dir, kind), 0o755)
+			cfg := func(name string) job.Config {
+				c := config(mem, input, out(name), m)
+				c.SetAside = filepath.Join(dir, kind, name+"-aside.parquet")
+				return c
+			}
+			sum, err := job.Run(t.Context(), cfg("ref"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.RowsIn != 500 || sum.Rows != 495 || sum.RowsSetAside != 5 {
+				t.Fatalf("summary %+v", sum)
+			}
+			read := out("ref")
+			if kind == "folder" {
+				read = filepath.Join(read, "*.parquet")
+			}
+			if got := outputIDs(t, read); !slices.Equal(got, want) {
+				t.Fatalf("predicted ids: %d, want the 495 good ones in order", len(got))
+			}
+			if got := readAside(t, cfg("ref").SetAside); !slices.Equal(got, wantAside) {
+				t.Fatalf("set aside:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantAside, "\n"))
+			}
+			// Interrupted at several points, then resumed.
+			for _, at := range []int64{100, 250, 400} {
+				c := cfg("out")
+				c.Resume = true
+				interrupt(t, c, at)
+			}
+			c := cfg("out")
+			c.Resume = true
+			if sum, err := job.Run(t.Context(), c); err != nil || sum.RowsSetAside != 5 || sum.Rows != 495 {
+				t.Fatalf("resume: %+v, %v", sum, err)
+			}
+			a, _ := os.ReadFile(cfg("ref").SetAside)
+			b, _ := os.ReadFile(cfg("out").SetAside)
+			if !bytes.Equal(a, b) {
+				t.Fatal("the resumed set-aside file differs from the uninterrupted run's")
+			}
+			if kind == "file" {
+				a, _ = os.ReadFile(out("ref"))
+				b, _ = os.ReadFile(out("out"))
+				if !bytes.Equal(a, b) {
+					t.Fatal("the resumed output differs from the uninterrupted run's")
+				}
+			} else if !maps.EqualFunc(folderFiles(t, out("out")), folderFiles(t, out("ref")), bytes.Equal) {
+				t.Fatal("the resumed folder differs from the uninterrupted run's")
+			}
+		})
+	}
+}

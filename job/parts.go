@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -24,8 +26,14 @@ type manifest struct {
 }
 
 type part struct {
-	File string `json:"file"` // name inside the parts folder
+	File string `json:"file,omitempty"` // name inside the parts folder; none if no row was predicted
 	Rows int64  `json:"rows"`
+	// InEnd is the end of the input rows (counted over every row read) the
+	// part covers: a resume reads on from there.
+	InEnd int64 `json:"in_end"`
+	// Aside names the part's rows set aside, if any (SetAside mode).
+	Aside     string `json:"aside,omitempty"`
+	AsideRows int64  `json:"aside_rows,omitempty"`
 }
 
 // Names in a parts folder. A folder output keeps its manifest, beside the
@@ -162,12 +170,32 @@ func finished(l layout, fingerprint string) (int64, bool) {
 
 func (p *parts) listed(name string) bool {
 	for _, pt := range p.m.Parts {
-		if pt.File == name {
+		if name != "" && (pt.File == name || pt.Aside == name) {
 			return true
 		}
 	}
 	return false
 }
+
+// inEnd returns where the input resumes: the end of the last part's rows.
+func (p *parts) inEnd() int64 {
+	if len(p.m.Parts) == 0 {
+		return 0
+	}
+	return p.m.Parts[len(p.m.Parts)-1].InEnd
+}
+
+// asideRows returns the rows set aside in the committed parts.
+func (p *parts) asideRows() int64 {
+	var n int64
+	for _, pt := range p.m.Parts {
+		n += pt.AsideRows
+	}
+	return n
+}
+
+// asideName names the set-aside rows of part i.
+func asideName(i int) string { return fmt.Sprintf("aside-%06d.arrow", i) }
 
 // rows returns the rows the completed parts hold.
 func (p *parts) rows() int64 {
@@ -240,7 +268,7 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 		if err := w.Commit(); err != nil {
 			return err
 		}
-		if err := p.add(p.partName(0), 0); err != nil {
+		if err := p.add(part{File: p.partName(0), InEnd: p.inEnd()}); err != nil {
 			return err
 		}
 	}
@@ -258,8 +286,8 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 }
 
 // add records a committed part.
-func (p *parts) add(name string, rows int64) error {
-	p.m.Parts = append(p.m.Parts, part{File: name, Rows: rows})
+func (p *parts) add(pt part) error {
+	p.m.Parts = append(p.m.Parts, pt)
 	return p.save()
 }
 
@@ -297,6 +325,38 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	return os.RemoveAll(p.dir)
 }
 
+// mergeAside writes every part's set-aside rows, in order, to path
+// (replacing an earlier attempt's), or an empty file of schema.
+func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocator) error {
+	var files []string
+	for _, pt := range p.m.Parts {
+		if pt.Aside != "" {
+			files = append(files, filepath.Join(p.dir, pt.Aside))
+		}
+	}
+	ds := dataset.FromRecords(schema)
+	if len(files) > 0 {
+		var err error
+		if ds, err = dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem)); err != nil {
+			return err
+		}
+	}
+	w, err := sink.Create(path, ds.Schema(), sink.WithOverwrite(true), sink.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	for rec, err := range ds.Batches(mem, rowGroupRows) {
+		if err == nil {
+			err = w.Write(rec)
+		}
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("job: merge the rows set aside: %w", err)
+		}
+	}
+	return w.Commit()
+}
+
 // dataset reads the parts in order; with no parts, it is empty, of the
 // schema empty gives.
 func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocator) (*dataset.Dataset, error) {
@@ -307,9 +367,18 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 		}
 		return dataset.FromRecords(schema), nil
 	}
-	files := make([]string, len(p.m.Parts))
-	for i, pt := range p.m.Parts {
-		files[i] = filepath.Join(p.dir, pt.File)
+	var files []string
+	for _, pt := range p.m.Parts {
+		if pt.File != "" {
+			files = append(files, filepath.Join(p.dir, pt.File))
+		}
+	}
+	if len(files) == 0 {
+		schema, err := empty()
+		if err != nil {
+			return nil, err
+		}
+		return dataset.FromRecords(schema), nil
 	}
 	return dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem))
 }
@@ -317,41 +386,38 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 // rowGroupRows is the row-group size of the merged output.
 const rowGroupRows = 1 << 16
 
-// partWriter cuts the prediction stream into parts of PartRows rows.
+// partWriter cuts the prediction stream into parts of PartRows rows,
+// written in records of chunk rows counted from the part's start, so a
+// part's bytes do not depend on how the rows arrived. It drops rowColumn,
+// after noting the input rows each part covers.
 type partWriter struct {
 	inject func(phase string, n int) error // tests' failures
 	parts  *parts
 	mem    memory.Allocator
+	chunk  int
+	aside  *aside // SetAside mode, else nil
 	schema *arrow.Schema
 	cur    *sink.Writer
 	rows   int64 // rows in cur
+
+	pending     []arrow.RecordBatch // less than a chunk, waiting
+	pendingRows int
+	lastRow     int64 // input row of the last row written
 }
 
 func (w *partWriter) write(rec arrow.RecordBatch) error {
+	idx := rec.Schema().FieldIndices(rowColumn)[0]
 	if w.schema == nil {
-		w.schema = rec.Schema()
+		fields := slices.Delete(slices.Clone(rec.Schema().Fields()), idx, idx+1)
+		w.schema = arrow.NewSchema(fields, nil)
 	}
-	limit := int64(w.parts.m.PartRows)
 	for off := int64(0); off < rec.NumRows(); {
-		if w.cur == nil {
-			name := w.parts.partName(len(w.parts.m.Parts))
-			cur, err := sink.Create(filepath.Join(w.parts.dir, name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true))
-			if err != nil {
-				return err
-			}
-			w.cur, w.rows = cur, 0
-		}
-		take := min(limit-w.rows, rec.NumRows()-off)
-		slice := rec.NewSlice(off, off+take)
-		err := w.cur.Write(slice)
-		slice.Release()
-		if err != nil {
-			return err
-		}
-		w.rows += take
+		take := min(int64(w.chunk-w.pendingRows), rec.NumRows()-off)
+		w.pending = append(w.pending, rec.NewSlice(off, off+take))
+		w.pendingRows += int(take)
 		off += take
-		if w.rows == limit {
-			if err := w.commit(); err != nil {
+		if w.pendingRows == w.chunk {
+			if err := w.flush(); err != nil {
 				return err
 			}
 		}
@@ -359,32 +425,103 @@ func (w *partWriter) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// commit makes the current part durable and lists it in the manifest.
-func (w *partWriter) commit() error {
-	cur := w.cur
-	w.cur = nil
-	if w.inject != nil {
-		if err := w.inject("part", len(w.parts.m.Parts)); err != nil {
-			cur.Abort()
-			return err
+// flush writes the pending rows as one record to the current part (made
+// if need be), and commits it when full.
+func (w *partWriter) flush() error {
+	pending := w.pending
+	w.pending, w.pendingRows = nil, 0
+	defer func() {
+		for _, r := range pending {
+			r.Release()
 		}
-	}
-	if err := cur.Commit(); err != nil {
-		return err
-	}
-	return w.parts.add(filepath.Base(cur.Path()), w.rows)
-}
-
-// finish commits the last, short part.
-func (w *partWriter) finish() error {
-	if w.cur == nil {
+	}()
+	if len(pending) == 0 {
 		return nil
 	}
-	return w.commit()
+	var rec arrow.RecordBatch
+	for joined, err := range dataset.FromRecords(pending[0].Schema(), pending...).Batches(w.mem, w.chunk) {
+		if err != nil {
+			return err
+		}
+		joined.Retain()
+		rec = joined
+	}
+	defer rec.Release()
+	idx := rec.Schema().FieldIndices(rowColumn)[0]
+	rows := rec.Column(idx).(*array.Int64)
+	w.lastRow = rows.Value(rows.Len() - 1)
+	cols := slices.Delete(slices.Clone(rec.Columns()), idx, idx+1)
+	out := array.NewRecordBatch(w.schema, cols, rec.NumRows())
+	defer out.Release()
+	if w.cur == nil {
+		name := w.parts.partName(len(w.parts.m.Parts))
+		cur, err := sink.Create(filepath.Join(w.parts.dir, name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true))
+		if err != nil {
+			return err
+		}
+		w.cur, w.rows = cur, 0
+	}
+	if err := w.cur.Write(out); err != nil {
+		return err
+	}
+	w.rows += out.NumRows()
+	if w.rows == int64(w.parts.m.PartRows) {
+		return w.commit(w.lastRow + 1)
+	}
+	return nil
 }
 
-// abort discards the part being written.
+// commit makes the current part (if any) and its set-aside rows durable,
+// and lists them in the manifest: the part covers input rows up to inEnd.
+func (w *partWriter) commit(inEnd int64) error {
+	i := len(w.parts.m.Parts)
+	pt := part{InEnd: inEnd}
+	if w.aside != nil {
+		if rows := w.aside.take(inEnd); len(rows) > 0 {
+			pt.Aside, pt.AsideRows = asideName(i), int64(len(rows))
+			if err := w.aside.writePart(w.parts.dir, pt.Aside, rows); err != nil {
+				if w.cur != nil {
+					w.cur.Abort()
+					w.cur = nil
+				}
+				return err
+			}
+		}
+	}
+	if cur := w.cur; cur != nil {
+		w.cur = nil
+		if w.inject != nil {
+			if err := w.inject("part", i); err != nil {
+				cur.Abort()
+				return err
+			}
+		}
+		if err := cur.Commit(); err != nil {
+			return err
+		}
+		pt.File, pt.Rows = filepath.Base(cur.Path()), w.rows
+	}
+	if pt.File == "" && pt.Aside == "" {
+		return nil
+	}
+	return w.parts.add(pt)
+}
+
+// finish writes what is pending and commits the last, short part, which
+// covers every row read (inEnd).
+func (w *partWriter) finish(inEnd int64) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.commit(inEnd)
+}
+
+// abort discards the part being written and what is pending.
 func (w *partWriter) abort() {
+	for _, r := range w.pending {
+		r.Release()
+	}
+	w.pending, w.pendingRows = nil, 0
 	if w.cur != nil {
 		w.cur.Abort()
 		w.cur = nil

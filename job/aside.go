@@ -1,0 +1,312 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+// rowColumn carries each row's index among the rows read (a dataset row)
+// through the pipeline, so rows set aside and parts can name the input
+// rows they cover. It never reaches an output.
+const rowColumn = "__drainpipe_row"
+
+// aside collects the rows set aside (SetAside mode) until the part that
+// covers them is committed. Rows arrive from the input side and from the
+// Predictor's bisection, on different goroutines.
+type aside struct {
+	mu      sync.Mutex
+	rows    []asideRow
+	keep    []string
+	schema  *arrow.Schema // keys, source_file, file_row, column, reason
+	origins *dataset.Origins
+	mem     memory.Allocator
+	bad     map[origin]string // CSV values that did not parse
+}
+
+type asideRow struct {
+	row            int64
+	keys           arrow.RecordBatch // one row of the keep columns
+	column, reason string
+}
+
+type origin struct {
+	path string
+	row  int64
+}
+
+func newAside(in *arrow.Schema, keep []string, origins *dataset.Origins, mem memory.Allocator) *aside {
+	var fields []arrow.Field
+	for _, k := range keep {
+		f := in.Field(in.FieldIndices(k)[0])
+		f.Nullable = true
+		fields = append(fields, f)
+	}
+	fields = append(fields,
+		arrow.Field{Name: "source_file", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "file_row", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "column", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "reason", Type: arrow.BinaryTypes.String})
+	return &aside{keep: keep, schema: arrow.NewSchema(fields, nil), origins: origins, mem: mem, bad: map[origin]string{}}
+}
+
+// badValue records a CSV value that did not parse; its row is set aside
+// when the screen reaches it.
+func (a *aside) badValue(path string, fileRow int64, column string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, seen := a.bad[origin{path, fileRow}]; !seen {
+		a.bad[origin{path, fileRow}] = fmt.Sprintf("column %q: %v", column, err)
+	}
+}
+
+// add sets row i of rec aside; rec has the keep columns and rowColumn.
+func (a *aside) add(rec arrow.RecordBatch, i int, column, reason string) {
+	row := rec.Column(rec.Schema().FieldIndices(rowColumn)[0]).(*array.Int64).Value(i)
+	cols := make([]arrow.Array, len(a.keep))
+	for j, k := range a.keep {
+		cols[j] = array.NewSlice(rec.Column(rec.Schema().FieldIndices(k)[0]), int64(i), int64(i+1))
+	}
+	keys := array.NewRecordBatch(arrow.NewSchema(a.schema.Fields()[:len(a.keep)], nil), cols, 1)
+	releaseArrays(cols)
+	a.mu.Lock()
+	a.rows = append(a.rows, asideRow{row: row, keys: keys, column: column, reason: reason})
+	a.mu.Unlock()
+}
+
+// predicted is the Predictor's set-aside function: a row the device fails
+// on its own.
+func (a *aside) predicted(row arrow.RecordBatch, err error) {
+	column := ""
+	var re *predict.RowError
+	if errors.As(err, &re) {
+		column = re.Column
+	}
+	a.add(row, 0, column, err.Error())
+}
+
+// take returns the rows set aside before dataset row end, in row order.
+func (a *aside) take(end int64) []asideRow {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out, rest []asideRow
+	for _, r := range a.rows {
+		if r.row < end {
+			out = append(out, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	a.rows = rest
+	slices.SortFunc(out, func(x, y asideRow) int { return int(x.row - y.row) })
+	return out
+}
+
+// release drops the rows not yet written (a failed run finds them again).
+func (a *aside) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.rows {
+		r.keys.Release()
+	}
+	a.rows = nil
+}
+
+// record builds the set-aside rows as one record of a.schema.
+func (a *aside) record(rows []asideRow) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(a.mem, a.schema)
+	defer b.Release()
+	n := len(a.keep)
+	for j := range n {
+		for _, r := range rows {
+			if err := appendValue(b.Field(j), r.keys.Column(j), 0); err != nil {
+				return nil, fmt.Errorf("job: set aside column %q: %w", a.keep[j], err)
+			}
+		}
+	}
+	for _, r := range rows {
+		o, ok := a.origins.Locate(r.row)
+		if !ok {
+			o = dataset.Origin{Path: "", Row: -1}
+		}
+		b.Field(n).(*array.StringBuilder).Append(o.Path)
+		b.Field(n + 1).(*array.Int64Builder).Append(o.Row)
+		b.Field(n + 2).(*array.StringBuilder).Append(r.column)
+		b.Field(n + 3).(*array.StringBuilder).Append(r.reason)
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// appendValue appends value i of arr to b, through Arrow's generic path.
+func appendValue(b array.Builder, arr arrow.Array, i int) error {
+	if arr.IsNull(i) {
+		b.AppendNull()
+		return nil
+	}
+	return b.AppendValueFromString(arr.ValueStr(i))
+}
+
+// writePart writes the given rows to a set-aside part in dir.
+func (a *aside) writePart(dir, name string, rows []asideRow) error {
+	defer func() {
+		for _, r := range rows {
+			r.keys.Release()
+		}
+	}()
+	rec, err := a.record(rows)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	w, err := sink.Create(filepath.Join(dir, name), a.schema, sink.WithAllocator(a.mem), sink.WithOverwrite(true))
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rec); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// screen sets aside, before batching, the rows whose features cannot be
+// predicted: a null or ragged tensor row, a null value in it, a null in a
+// gathered column, a CSV value that did not parse. It passes the other
+// rows on, in order.
+func (c *Config) screen(ds *dataset.Dataset, a *aside, gathered []string) *dataset.Dataset {
+	schema := ds.Schema()
+	return dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range ds.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			bad := c.badRows(rec, a, gathered)
+			if len(bad) == 0 {
+				if !yield(rec, nil) {
+					return
+				}
+				continue
+			}
+			for _, b := range bad {
+				a.add(rec, b.row, b.column, b.reason)
+			}
+			kept := dropRows(a.mem, rec, bad)
+			ok := yield(kept, nil)
+			kept.Release()
+			if !ok {
+				return
+			}
+		}
+	})
+}
+
+type badRow struct {
+	row            int
+	column, reason string
+}
+
+// badRows returns the rows of rec that cannot be predicted, in order.
+func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []badRow {
+	var bad []badRow
+	mark := func(i int, column, reason string) {
+		if len(bad) == 0 || bad[len(bad)-1].row != i {
+			bad = append(bad, badRow{i, column, reason})
+		}
+	}
+	rows := int(rec.NumRows())
+	a.mu.Lock()
+	anyBad := len(a.bad) > 0
+	a.mu.Unlock()
+	if anyBad {
+		ids := rec.Column(rec.Schema().FieldIndices(rowColumn)[0]).(*array.Int64)
+		for i := range rows {
+			if o, ok := a.origins.Locate(ids.Value(i)); ok {
+				a.mu.Lock()
+				reason, found := a.bad[origin{o.Path, o.Row}]
+				a.mu.Unlock()
+				if found {
+					mark(i, "", reason)
+				}
+			}
+		}
+	}
+	var perRow []badRow
+	if len(gathered) > 0 {
+		for _, name := range gathered {
+			col := rec.Column(rec.Schema().FieldIndices(name)[0])
+			for i := 0; col.NullN() > 0 && i < rows; i++ {
+				if col.IsNull(i) {
+					perRow = append(perRow, badRow{i, name, "null value"})
+				}
+			}
+		}
+	} else if col := rec.Column(rec.Schema().FieldIndices(c.FeatureColumn)[0]); !goodTensor(col, c.InputSize) {
+		for i := range rows {
+			one := array.NewSlice(col, int64(i), int64(i+1))
+			if _, err := tensor.Float32(one, c.InputSize); err != nil {
+				perRow = append(perRow, badRow{i, c.FeatureColumn, err.Error()})
+			}
+			one.Release()
+		}
+	}
+	for _, b := range perRow {
+		mark(b.row, b.column, b.reason)
+	}
+	slices.SortStableFunc(bad, func(x, y badRow) int { return x.row - y.row })
+	return slices.CompactFunc(bad, func(x, y badRow) bool { return x.row == y.row })
+}
+
+// goodTensor reports whether every row of col is a tensor of width values.
+func goodTensor(col arrow.Array, width int) bool {
+	_, err := tensor.Float32(col, width)
+	return err == nil
+}
+
+// dropRows returns rec without the bad rows.
+func dropRows(mem memory.Allocator, rec arrow.RecordBatch, bad []badRow) arrow.RecordBatch {
+	var runs []arrow.RecordBatch
+	from := int64(0)
+	for _, b := range bad {
+		if int64(b.row) > from {
+			runs = append(runs, rec.NewSlice(from, int64(b.row)))
+		}
+		from = int64(b.row) + 1
+	}
+	if from < rec.NumRows() {
+		runs = append(runs, rec.NewSlice(from, rec.NumRows()))
+	}
+	defer func() {
+		for _, r := range runs {
+			r.Release()
+		}
+	}()
+	if len(runs) == 0 {
+		return rec.NewSlice(0, 0)
+	}
+	var out arrow.RecordBatch
+	for joined, err := range dataset.FromRecords(rec.Schema(), runs...).Batches(mem, int(rec.NumRows())) {
+		if err == nil && out == nil {
+			joined.Retain()
+			out = joined
+		}
+	}
+	return out
+}
+
+func releaseArrays(cols []arrow.Array) {
+	for _, c := range cols {
+		c.Release()
+	}
+}
