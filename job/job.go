@@ -96,6 +96,9 @@ type Config struct {
 	Logger    *slog.Logger
 	Allocator memory.Allocator
 
+	// badValue, in SetAside mode, takes CSV values that do not parse.
+	badValue func(path string, fileRow int64, column string, err error)
+
 	// inject, set by tests, fails the job at the nth event of a phase
 	// ("read", "predict", "part", "manifest", "merge").
 	inject func(phase string, n int) error
@@ -220,6 +223,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	skip := parts.inEnd()
 	var in *countedInput
 	var set *aside
+	if cfg.SetAside != "" {
+		// Values are read (and this called) only once set exists.
+		cfg.badValue = func(path string, row int64, column string, err error) { set.badValue(path, row, column, err) }
+	}
 	ds, err := cfg.dataset(origins, func(files *dataset.Dataset, gathered []string) *dataset.Dataset {
 		in = cfg.counted(files, skip)
 		if cfg.SetAside == "" {
@@ -486,6 +493,9 @@ func (c *Config) fail(phase string, n int) error {
 func (c *Config) dataset(origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, error) {
 	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
 		dataset.WithMaxMemory(c.MaxMemory)}
+	if c.badValue != nil {
+		opts = append(opts, dataset.WithCSVBadValues(c.badValue))
+	}
 	if c.CSVSample > 0 {
 		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
 	}

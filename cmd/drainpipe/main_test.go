@@ -353,3 +353,22 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo output:\n%s", stdout)
 	}
 }
+
+// --set-aside: rows that cannot be predicted (a value that does not parse,
+// a NaN feature) go to their own file and the job goes on.
+func TestSetAsideCLI(t *testing.T) {
+	dir := fixture(t, 10, 8, 4)
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644)
+	out := filepath.Join(dir, "out.parquet")
+	aside := filepath.Join(dir, "aside.parquet")
+	stdout, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", in, "--output", out,
+		"--features", "f*", "--keep", "id", "--set-aside", aside, "--csv-sample", "1", "--quiet")
+	if err != nil || !strings.Contains(stdout, "rows=2 ") || !strings.Contains(stdout, "set_aside=2") {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	stdout, _, err = drainpipe("inspect", aside)
+	if err != nil || !strings.Contains(stdout, "rows: 2") || !strings.Contains(stdout, "reason") {
+		t.Fatalf("inspect %s: %v\n%s", aside, err, stdout)
+	}
+}

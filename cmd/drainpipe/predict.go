@@ -39,6 +39,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	setAside := fs.String("set-aside", "", "write rows that cannot be predicted (null or ragged features, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the job)")
 	csvSample := fs.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	maxMemory := byteSize(0)
 	fs.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB (default: 2GiB plus 16 times the file's size)")
@@ -86,7 +87,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		FeatureColumn: column, Gather: features, Keep: keep,
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
 		Overwrite: *overwrite, Resume: *resume,
-		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample,
+		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
 		Predict: []predict.Option{predict.WithReplicas(*replicas)},
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -112,6 +113,9 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func printSummary(w io.Writer, s *job.Summary) {
 	fmt.Fprintf(w, "wrote %s: rows=%d batches=%d padded=%d wall=%s rows/s=%.0f",
 		s.Output, s.Rows, s.Batches, s.PaddedRows, s.Wall.Round(time.Millisecond), s.RowsPerSecond)
+	if s.RowsSetAside > 0 {
+		fmt.Fprintf(w, " set_aside=%d", s.RowsSetAside)
+	}
 	if s.ResumedRows > 0 {
 		fmt.Fprintf(w, " resumed_from=%d", s.ResumedRows)
 	}
