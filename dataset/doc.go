@@ -24,6 +24,19 @@
 // panicked on newer logical types (geospatial, variant) and wrote
 // non-nullable fixed_size_list columns as all nulls.
 //
+// # Damaged files, lost rows, bad rows
+//
+// A file's reader never panics past [Files]: a damaged or unfamiliar file
+// is an error wrapping [ErrUnreadable] that names it. Reads run under a
+// memory ceiling ([WithMaxMemory]) and IPC messages are bounded by the
+// file's size, so a forged length fails cleanly. A Parquet read that ends
+// with fewer rows than the footer declares is [ErrRowCount]. [Origins]
+// ([WithOrigins]) map every row yielded back to its file and file row;
+// transforms report a bad row as a [RowError] naming its dataset row. CSV
+// column types come from a sample of rows ([WithCSVSample]); a value that
+// does not parse is [ErrCSVValue], with its row and column, or a null
+// reported to [WithCSVBadValues].
+//
 // # Tensors
 //
 // Models read features from a fixed_size_list<float32>[d] column.

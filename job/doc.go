@@ -18,4 +18,25 @@
 //
 // A manifest records a fingerprint of the inputs (names, sizes, times), the
 // model and the settings; resuming with any of them changed is refused.
+//
+// # Two outputs
+//
+// A file output is written once every part is done, by merging the parts
+// (Arrow IPC files in OUTPUT.parts). A folder output (a path ending in a
+// separator, or an existing folder) holds the parts themselves as Parquet
+// files, part-00000.parquet and on, with _manifest.json and a _SUCCESS
+// marker written last: no merge. See [Run] and [IsFolder].
+//
+// # Nothing lost
+//
+// Every row read is counted and numbered. A run succeeds only if the rows
+// read equal the rows the inputs declare (Parquet footers) and the rows
+// written plus those set aside equal the rows read ([ErrRowsLost]). A
+// running job holds a lock beside its output ([ErrLocked]). A row that
+// cannot be predicted ends the job with an error naming its input file,
+// the row in that file and the column; with [Config.SetAside] it is
+// written to a file of its own instead, found by checking features before
+// batching and by bisecting a batch the device fails
+// (predict.WithSetAside). Each part records the input rows it covers and
+// its rows set aside, so both outputs are exactly once across resumes.
 package job

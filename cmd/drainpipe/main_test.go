@@ -354,6 +354,18 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// --feature-column names the column a .dpmlp model reads too.
+func TestFeatureColumnForMLP(t *testing.T) {
+	dir := fixture(t, 10, 8, 4)
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n"), 0o644)
+	stdout, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", in,
+		"--output", filepath.Join(dir, "out.parquet"), "--features", "f*", "--feature-column", "pixels", "--quiet")
+	if err != nil || !strings.Contains(stdout, "rows=2 ") {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+}
+
 // --set-aside: rows that cannot be predicted (a value that does not parse,
 // a NaN feature) go to their own file and the job goes on.
 func TestSetAsideCLI(t *testing.T) {

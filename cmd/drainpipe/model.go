@@ -22,7 +22,8 @@ type loadedModel struct {
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads
-// column (default: the input's name), or a drainpipe MLP (any other name).
+// column (default: the input's name), or a drainpipe MLP (any other name),
+// which reads column (default: the one its file names).
 func loadModel(path, column string) (*loadedModel, error) {
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
 		return loadONNX(path, column)
@@ -36,6 +37,9 @@ func loadModel(path, column string) (*loadedModel, error) {
 	m, err := cpu.Load(io.TeeReader(f, h))
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	if column != "" {
+		m.Feature = column // --feature-column names the column the model reads
 	}
 	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil))}, nil
 }
