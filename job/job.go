@@ -1,7 +1,6 @@
 package job
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/predict"
-	"github.com/drainpipe/drainpipe/sink"
 )
 
 var (
@@ -160,184 +158,6 @@ func IsFolder(output string) bool {
 	}
 	st, err := os.Stat(output)
 	return err == nil && st.IsDir()
-}
-
-// Run runs the job to completion, or until ctx is cancelled or a step
-// fails; the parts written so far then stay for a resume.
-//
-// The output is a file (.parquet, .arrow, .arrows), written once every
-// part is done by merging them; or a folder ([IsFolder]) that holds the
-// parts themselves as Parquet files (part-00000.parquet, …), the manifest
-// (_manifest.json), and a _SUCCESS marker written last, as Spark, Hive and
-// Beam write datasets: no merge, no second write.
-func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
-	if err := cfg.defaults(); err != nil {
-		return nil, err
-	}
-	began := time.Now()
-	l := layout{dir: cfg.Output + ".parts"}
-	if IsFolder(cfg.Output) {
-		l = layout{dir: filepath.Clean(cfg.Output), folder: true}
-	} else if _, err := sink.FormatOf(cfg.Output); err != nil {
-		return nil, err
-	}
-	files, err := dataset.Expand(cfg.Inputs)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNotInput(cfg.Output, l, files); err != nil {
-		return nil, err
-	}
-	held, err := lockOutput(cfg.Output)
-	if err != nil {
-		return nil, err
-	}
-	defer held.release()
-	fingerprint, err := cfg.fingerprint(files)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.checkOutput(l, fingerprint); err != nil {
-		if errors.Is(err, errFinished) {
-			// A run killed after its output was complete: resuming it only
-			// tidies up.
-			rows, _ := finished(l, fingerprint)
-			return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, Wall: time.Since(began)}, nil
-		}
-		return nil, err
-	}
-	parts, err := openParts(l, fingerprint, cfg.PartRows, cfg.Resume, cfg.Overwrite)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		// A run that failed before its first part leaves nothing to resume.
-		if err != nil && len(parts.m.Parts) == 0 {
-			parts.clear()
-		}
-	}()
-	// The input: every row read is counted and numbered (rowColumn); rows
-	// a resume has done are skipped; in SetAside mode, rows that cannot be
-	// predicted are set aside before batching.
-	origins := &dataset.Origins{}
-	skip := parts.inEnd()
-	var in *countedInput
-	var set *aside
-	if cfg.SetAside != "" {
-		// Values are read (and this called) only once set exists.
-		cfg.badValue = func(path string, row int64, column string, err error) { set.badValue(path, row, column, err) }
-	}
-	ds, err := cfg.dataset(origins, func(files *dataset.Dataset, gathered []string) *dataset.Dataset {
-		in = cfg.counted(files, skip)
-		if cfg.SetAside == "" {
-			return in.ds
-		}
-		set = newAside(files.Schema(), cfg.Keep, origins, cfg.Allocator)
-		return cfg.screen(in.ds, set, gathered)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if set != nil {
-		defer set.release()
-	}
-	if !l.folder {
-		removeStrayTemps(cfg.Output)
-	}
-
-	total, err := dataset.FilesRows(cfg.Inputs, dataset.WithShard(cfg.Shard))
-	if err != nil {
-		return nil, err
-	}
-	resumed := parts.rows()
-	if resumed > 0 {
-		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
-	}
-	var stats predict.Stats
-	opts := append([]predict.Option{
-		predict.WithBatchSize(cfg.BatchSize),
-		predict.WithAllocator(cfg.Allocator),
-		predict.WithPassthrough(append(slices.Clone(cfg.Keep), rowColumn)...),
-		predict.WithLogger(cfg.Logger),
-		predict.WithStats(func(s predict.Stats) { stats = s }),
-		predict.WithPrefetch(cfg.Prefetch),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
-			return cfg.fail("predict", b.Index)
-		}}),
-	}, cfg.Predict...)
-	if set != nil {
-		opts = append(opts, predict.WithSetAside(set.predicted))
-	}
-	p, err := predict.New(cfg.Model, opts...)
-	if err != nil {
-		return nil, err
-	}
-
-	// The channel form runs the device in a goroutine of its own, so
-	// writing a batch here overlaps with predicting the next.
-	w := &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: set}
-	parts.inject = cfg.fail
-	done := resumed
-	run, stop := context.WithCancel(ctx)
-	defer stop()
-	var failed error
-	// in is read after the channel closes, when its reader has stopped.
-	for r := range p.Predict(run, ds) {
-		if r.Err != nil {
-			failed = r.Err
-			continue
-		}
-		if failed == nil {
-			if failed = w.write(r.Record); failed != nil {
-				stop() // the channel closes once the device is down
-			} else {
-				done += r.Record.NumRows()
-			}
-		}
-		r.Record.Release()
-		if failed == nil && cfg.Progress != nil {
-			cfg.Progress(done, total)
-		}
-	}
-	if failed == nil {
-		failed = context.Cause(ctx)
-	}
-	if failed != nil {
-		w.abort()
-		return nil, locate(failed, origins, skip)
-	}
-	if err := w.finish(in.rows); err != nil {
-		return nil, err
-	}
-	// Every row the inputs declare was read, and every row read written or
-	// set aside.
-	setAside := parts.asideRows()
-	switch {
-	case total >= 0 && in.rows != total:
-		return nil, fmt.Errorf("%w: read %d rows of the %d the inputs declare", ErrRowsLost, in.rows, total)
-	case done+setAside != in.rows:
-		return nil, fmt.Errorf("%w: wrote %d rows and set %d aside of the %d read", ErrRowsLost, done, setAside, in.rows)
-	}
-	if cfg.SetAside != "" {
-		if err := parts.mergeAside(cfg.SetAside, set.schema, cfg.Allocator); err != nil {
-			return nil, err
-		}
-	}
-	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(ds.Schema()) }
-	if l.folder {
-		err = parts.seal(empty, cfg.Allocator)
-	} else {
-		err = parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sum = &Summary{Output: cfg.Output, Rows: done, RowsIn: in.rows, RowsSetAside: setAside, ResumedRows: resumed, Stats: stats,
-		Batches: stats.Batches, PaddedRows: stats.PaddedRows, Parts: len(parts.m.Parts), Wall: time.Since(began)}
-	if s := sum.Wall.Seconds(); s > 0 {
-		sum.RowsPerSecond = float64(done-resumed) / s
-	}
-	return sum, nil
 }
 
 // ErrOutputIsInput reports an output that is one of the inputs, or that
