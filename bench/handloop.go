@@ -15,8 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -26,7 +26,7 @@ type rowSum struct{}
 
 var sumSchema = arrow.NewSchema([]arrow.Field{{Name: "sum", Type: arrow.PrimitiveTypes.Float32}}, nil)
 
-func (rowSum) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (rowSum) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
 	col := cfg.Schema.FieldIndices("features")
 	if len(col) != 1 {
 		return nil, errors.New("rowSum: no features column")
@@ -39,7 +39,7 @@ type rowSumSession struct {
 	mem memory.Allocator
 }
 
-func (s *rowSumSession) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *rowSumSession) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	x, err := tensor.Float32(b.Record.Column(s.col), width)
 	if err != nil {
@@ -120,7 +120,7 @@ func (h *handMLP) forward(x []float32, rows int) []float32 {
 
 // handLoop runs the workload with a plain loop over the records: slices
 // of batch rows, and each record's short tail as a smaller batch.
-func (c *config) handLoop(workload string, model predict.Model, source string, recs []arrow.RecordBatch) float64 {
+func (c *config) handLoop(workload string, model device.Model, source string, recs []arrow.RecordBatch) float64 {
 	var step func(x []float32, rows int)
 	if workload == "pipeline" {
 		sums := make([]float32, c.batch)

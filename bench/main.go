@@ -41,6 +41,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
@@ -210,7 +211,7 @@ func best(run func() float64) float64 {
 	return fastest
 }
 
-func (c *config) model(workload string) predict.Model {
+func (c *config) model(workload string) device.Model {
 	if workload == "pipeline" {
 		return rowSum{}
 	}
@@ -240,7 +241,7 @@ func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 	check(w.Commit())
 }
 
-func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
+func (c *config) drainpipe(model device.Model, ds *dataset.Dataset) float64 {
 	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithAllocator(c.mem))
 	check(err)
 	start := time.Now()
@@ -256,17 +257,17 @@ func (c *config) drainpipe(model predict.Model, ds *dataset.Dataset) float64 {
 }
 
 // modelOnly times the session on batches padded beforehand.
-func (c *config) modelOnly(model predict.Model, recs []arrow.RecordBatch) float64 {
+func (c *config) modelOnly(model device.Model, recs []arrow.RecordBatch) float64 {
 	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
 	padder, err := pad.New(c.mem, ds.Schema(), c.batch)
 	check(err)
 	defer padder.Release()
-	var batches []predict.Batch
+	var batches []device.Batch
 	for rec, err := range ds.Batches(c.mem, c.batch) {
 		check(err)
 		padded, padding, err := padder.Pad(rec)
 		check(err)
-		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
+		batches = append(batches, device.Batch{Index: len(batches), Record: padded, Padding: padding})
 	}
 	defer func() {
 		for _, b := range batches {
@@ -275,7 +276,7 @@ func (c *config) modelOnly(model predict.Model, recs []arrow.RecordBatch) float6
 	}()
 	ctx := context.Background()
 	start := time.Now()
-	sess, err := model.Start(ctx, predict.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Schema: padder.Schema(), Allocator: c.mem})
+	sess, err := model.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Schema: padder.Schema(), Allocator: c.mem})
 	check(err)
 	for _, b := range batches {
 		out, err := sess.Predict(ctx, b)
@@ -286,7 +287,7 @@ func (c *config) modelOnly(model predict.Model, recs []arrow.RecordBatch) float6
 	return time.Since(start).Seconds()
 }
 
-func (c *config) torch(workload string, model predict.Model) (float64, string) {
+func (c *config) torch(workload string, model device.Model) (float64, string) {
 	args := []string{"bench/torch_peer.py", workload, fmt.Sprint(c.rows), fmt.Sprint(c.batch), fmt.Sprint(runtime.GOMAXPROCS(0))}
 	if m, ok := model.(*cpu.MLP); ok {
 		path := filepath.Join(c.dir, "mlp.dpmlp")

@@ -2,8 +2,8 @@
 
 package main
 
-import "github.com/drainpipe/drainpipe/predict"
+import "github.com/drainpipe/drainpipe/device"
 
-func onnxModel(int) (predict.Model, string) {
+func onnxModel(int) (device.Model, string) {
 	return nil, "skipped: build with -tags onnx"
 }

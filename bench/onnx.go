@@ -3,13 +3,13 @@
 package main
 
 import (
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/onnx"
-	"github.com/drainpipe/drainpipe/predict"
 )
 
 // onnxModel returns the ONNX Runtime MLP 64-256-256-10 of the onnx device's
 // tests, for the mlp workload's onnx runners, or a note why there is none.
-func onnxModel(threads int) (predict.Model, string) {
+func onnxModel(threads int) (device.Model, string) {
 	if onnx.DefaultLibrary() == "" {
 		return nil, "skipped: no ONNX Runtime library (scripts/fetch-onnxruntime.sh)"
 	}

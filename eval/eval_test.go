@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/eval"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/pad"
@@ -25,7 +26,7 @@ import (
 // change every metric if they were counted (padding labels are 0).
 type classifier struct{ k int }
 
-func (c classifier) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (c classifier) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
 	return &classifierSession{k: c.k, mem: cfg.Allocator}, nil
 }
 
@@ -51,7 +52,7 @@ func realProbs(id int64, k int) []float32 {
 
 func realValue(id int64) float64 { return float64(id)*0.5 + 1 }
 
-func (s *classifierSession) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *classifierSession) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	schema := b.Record.Schema()
 	ids := b.Record.Column(schema.FieldIndices("id")[0]).(*array.Int64)
 	flags := b.Record.Column(schema.FieldIndices(pad.Column)[0]).(*array.Boolean)

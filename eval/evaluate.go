@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -20,7 +21,7 @@ type Report struct {
 // (batch size, replicas, allowed sizes, prefetch, hooks), and feeds the
 // labels in column label and the predictions of the real rows to every
 // metric. The metrics are Reset first. Padding rows never reach a metric.
-func Evaluate(ctx context.Context, model predict.Model, ds *dataset.Dataset, label string, metrics []Metric, opts ...predict.Option) (*Report, error) {
+func Evaluate(ctx context.Context, model device.Model, ds *dataset.Dataset, label string, metrics []Metric, opts ...predict.Option) (*Report, error) {
 	idx := ds.Schema().FieldIndices(label)
 	if len(idx) != 1 {
 		return nil, fmt.Errorf("%w: no column %q in the dataset %s", ErrLabel, label, ds.Schema())

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -89,7 +89,7 @@ func (a *aside) add(rec arrow.RecordBatch, i int, column, reason string) {
 // on its own.
 func (a *aside) predicted(row arrow.RecordBatch, err error) {
 	column := ""
-	var re *predict.RowError
+	var re *device.RowError
 	if errors.As(err, &re) {
 		column = re.Column
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -46,7 +47,7 @@ type Config struct {
 	Inputs []string // files or glob patterns
 	Output string   // .parquet, .arrow or .arrows; or a folder (see Run)
 
-	Model     predict.Model
+	Model     device.Model
 	ModelID   string // identifies the model's content (a digest), for resuming
 	InputSize int    // features per row the model takes
 
@@ -217,7 +218,7 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 // dataset's, counted in the rows the run read after skipping those a
 // resume had done.
 func locate(err error, origins *dataset.Origins, skip int64) error {
-	var dev *predict.RowError
+	var dev *device.RowError
 	var data *dataset.RowError
 	var row int64
 	var column string
@@ -392,7 +393,7 @@ func names(s *arrow.Schema) string {
 // outputSchema is the schema of an empty job's output: the kept columns
 // and the model's outputs, which a model states through OutputSchema.
 func (c *Config) outputSchema(in *arrow.Schema) (*arrow.Schema, error) {
-	m, ok := c.Model.(interface{ OutputSchema() *arrow.Schema })
+	m, ok := c.Model.(device.OutputSchemaer)
 	if !ok {
 		return nil, errors.New("job: the input has no rows and the model does not state its output schema")
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/job"
-	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -428,22 +428,22 @@ func TestFolderOutputOfNoRows(t *testing.T) {
 // gated is a model whose sessions wait at their first batch until open is
 // closed.
 type gated struct {
-	predict.Model
+	device.Model
 	started chan struct{}
 	open    chan struct{}
 }
 
-func (g *gated) Start(ctx context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (g *gated) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
 	s, err := g.Model.Start(ctx, cfg)
 	return &gatedSession{Session: s, g: g}, err
 }
 
 type gatedSession struct {
-	predict.Session
+	device.Session
 	g *gated
 }
 
-func (s *gatedSession) Predict(ctx context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *gatedSession) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	select {
 	case s.g.started <- struct{}{}:
 	default:

@@ -8,10 +8,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/device"
 )
 
 // Column is the name of the bool column that marks padding rows.
-const Column = "is_padding"
+const Column = device.PaddingColumn
 
 var (
 	// ErrColumnExists reports an input that already has a column named [Column].

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/pad"
@@ -86,8 +87,8 @@ func benchAll(b *testing.B, p *predict.Predictor, ds *dataset.Dataset) {
 }
 
 // premade pads every batch of ds beforehand, for model-only runs.
-func premade(b *testing.B, mem memory.Allocator, ds *dataset.Dataset, padder *pad.Padder) []predict.Batch {
-	var batches []predict.Batch
+func premade(b *testing.B, mem memory.Allocator, ds *dataset.Dataset, padder *pad.Padder) []device.Batch {
+	var batches []device.Batch
 	for rec, err := range ds.Batches(mem, padder.Size()) {
 		if err != nil {
 			b.Fatal(err)
@@ -97,7 +98,7 @@ func premade(b *testing.B, mem memory.Allocator, ds *dataset.Dataset, padder *pa
 			b.Fatal(err)
 		}
 		b.Cleanup(padded.Release)
-		batches = append(batches, predict.Batch{Index: len(batches), Record: padded, Padding: padding})
+		batches = append(batches, device.Batch{Index: len(batches), Record: padded, Padding: padding})
 	}
 	return batches
 }
@@ -117,7 +118,7 @@ func BenchmarkMLPModelOnly(b *testing.B) {
 	ctx := context.Background()
 	start := arrowtest.Mallocs()
 	for b.Loop() {
-		sess, err := model.Start(ctx, predict.SessionConfig{BatchSize: benchBatch, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
+		sess, err := model.Start(ctx, device.SessionConfig{BatchSize: benchBatch, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
 )
 
@@ -86,7 +87,7 @@ func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err
 			half.Release()
 			return perr
 		}
-		out, derr := s.devices.predict(ctx, padded{Batch: Batch{Index: index, Record: rec, Padding: padding}, rows: m})
+		out, derr := s.devices.predict(ctx, padded{Batch: device.Batch{Index: index, Record: rec, Padding: padding}, rows: m})
 		rec.Release()
 		switch {
 		case derr == nil:

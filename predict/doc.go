@@ -5,10 +5,10 @@
 //
 // # The device
 //
-// A device implements [Model] and [Session], a small interface in the manner
-// of database/sql/driver: Start a session for a batch size, Predict one
-// padded batch at a time, Shutdown once. The Predictor owns the session's
-// lifecycle; the device never sees a channel.
+// A device implements [device.Model] and [device.Session], the contract of
+// package device (in the manner of database/sql/driver): Start a session
+// for a batch size, Predict one padded batch at a time, Shutdown once. The
+// Predictor owns the session's lifecycle; the device never sees a channel.
 //
 // # Batches
 //
@@ -16,7 +16,7 @@
 // ([WithBatchSize]); the final short batch is padded with zero-valued rows
 // and every batch carries the bool column pad.Column ("is_padding"), so the
 // device sees one static shape. The model is told the batch size in
-// [SessionConfig] and each batch's padding count in [Batch].
+// [device.SessionConfig] and each batch's padding count in [device.Batch].
 //
 // # The contract
 //

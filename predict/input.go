@@ -6,13 +6,14 @@ import (
 	"sync"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
 )
 
 // padded is one batch as the device will see it. Its record is owned by
 // whoever holds the padded value.
 type padded struct {
-	Batch
+	device.Batch
 	rows int // real rows
 }
 
@@ -40,7 +41,7 @@ func (p *Predictor) inputs(ds *dataset.Dataset, padder *pad.Padder) iter.Seq2[pa
 				return
 			}
 			// The loop body owns the batch from here, even if it stops.
-			if !yield(padded{Batch: Batch{Index: index, Record: rec, Padding: padding}, rows: rows}, nil) {
+			if !yield(padded{Batch: device.Batch{Index: index, Record: rec, Padding: padding}, rows: rows}, nil) {
 				return
 			}
 			index++

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
 )
 
@@ -105,7 +106,7 @@ func (p *Predictor) startBatcher(ctx context.Context, schema *arrow.Schema) (*Ba
 	b := &Batcher{p: p, schema: schema, padder: padder, keep: keep,
 		wake: make(chan struct{}, 1), free: make(chan struct{}, c.sessions),
 		work: make(chan *job, c.sessions), stopped: make(chan struct{})}
-	cfg := SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
+	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
 	for range c.sessions {
 		devices, err := p.startReplicas(ctx, cfg)
 		if err != nil {
@@ -424,7 +425,7 @@ func (b *Batcher) predict(w *worker, j *job) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, inputError(j.index, err)
 	}
-	return w.step.run(b.base, padded{Batch: Batch{Index: j.index, Record: rec, Padding: padding}, rows: j.rows})
+	return w.step.run(b.base, padded{Batch: device.Batch{Index: j.index, Record: rec, Padding: padding}, rows: j.rows})
 }
 
 // shutdown shuts every session down once the workers have stopped.

@@ -15,12 +15,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
-func newBatcher(t *testing.T, m predict.Model, opts ...predict.Option) *predict.Batcher {
+func newBatcher(t *testing.T, m device.Model, opts ...predict.Option) *predict.Batcher {
 	t.Helper()
 	b, err := newPredictor(t, m, opts...).Batcher(t.Context(), arrowtest.IDSchema)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/pad"
@@ -46,7 +47,7 @@ func (f *fixture) release() {
 	f.recs = nil
 }
 
-func newPredictor(t *testing.T, m predict.Model, opts ...predict.Option) *predict.Predictor {
+func newPredictor(t *testing.T, m device.Model, opts ...predict.Option) *predict.Predictor {
 	t.Helper()
 	p, err := predict.New(m, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
 )
 
@@ -39,15 +40,15 @@ var (
 	ErrOutputSchema = errors.New("predict: model output schema changed")
 )
 
-// Predictor runs a Model over datasets in fixed-size, padded batches. It is
+// Predictor runs a device.Model over datasets in fixed-size, padded batches. It is
 // safe for concurrent use; every run has its own session.
 type Predictor struct {
-	model Model
+	model device.Model
 	cfg   config
 }
 
 // New returns a Predictor for model.
-func New(model Model, opts ...Option) (*Predictor, error) {
+func New(model device.Model, opts ...Option) (*Predictor, error) {
 	c := config{batchSize: 128, replicas: 1, sessions: 1, maxDelay: 2 * time.Millisecond, eager: true, mem: memory.DefaultAllocator}
 	for _, o := range opts {
 		o(&c)
@@ -57,6 +58,15 @@ func New(model Model, opts ...Option) (*Predictor, error) {
 	}
 	if model == nil {
 		return nil, errors.New("predict: nil model")
+	}
+	if bs, ok := model.(device.BatchSizer); ok {
+		if accepted := bs.BatchSizes(); accepted != nil {
+			for _, size := range c.perReplicaSizes() {
+				if !slices.Contains(accepted, size) {
+					return nil, fmt.Errorf("%w: the model takes batches of %v rows a session, not %d", ErrBatchSizes, accepted, size)
+				}
+			}
+		}
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -171,7 +181,7 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 
 	st := Stats{}
 	began := time.Now()
-	cfg := SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
+	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
 	devices, err := p.startReplicas(ctx, cfg)
 	if err != nil {
 		return err

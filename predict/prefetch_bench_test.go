@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/pad"
@@ -108,7 +109,7 @@ func BenchmarkPrefetch(b *testing.B) {
 		ctx := context.Background()
 		start := arrowtest.Mallocs()
 		for b.Loop() {
-			sess, err := csvModel(b).Start(ctx, predict.SessionConfig{BatchSize: batch, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
+			sess, err := csvModel(b).Start(ctx, device.SessionConfig{BatchSize: batch, Replicas: 1, Schema: padder.Schema(), Allocator: mem})
 			if err != nil {
 				b.Fatal(err)
 			}

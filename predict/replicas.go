@@ -9,22 +9,24 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/drainpipe/drainpipe/device"
 )
 
 // replicas is the device side of a run: one session per replica.
 type replicas struct {
-	sessions []Session
+	sessions []device.Session
 	mem      memory.Allocator
 }
 
 // startReplicas starts one session per replica. If one fails to start, the
 // ones already started are shut down.
-func (p *Predictor) startReplicas(ctx context.Context, cfg SessionConfig) (*replicas, error) {
+func (p *Predictor) startReplicas(ctx context.Context, cfg device.SessionConfig) (*replicas, error) {
 	n := p.cfg.replicas
 	r := &replicas{mem: cfg.Allocator}
 	for i := range n {
 		cfg.Replica = i
-		var s Session
+		var s device.Session
 		err := protect("model start", func() (err error) {
 			s, err = p.model.Start(ctx, cfg)
 			return err
@@ -72,7 +74,7 @@ func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, er
 			slice := b.Record.NewSlice(int64(i*per), int64((i+1)*per))
 			defer slice.Release()
 			real := min(max(b.rows-i*per, 0), per)
-			out, err := predictOne(gctx, s, Batch{Index: b.Index, Record: slice, Padding: per - real}, per)
+			out, err := predictOne(gctx, s, device.Batch{Index: b.Index, Record: slice, Padding: per - real}, per)
 			if err != nil {
 				return replicaError(n, i, shiftRow(err, int64(i*per)))
 			}
@@ -95,7 +97,7 @@ func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, er
 }
 
 // predictOne runs one session on one batch and checks the row count.
-func predictOne(ctx context.Context, s Session, b Batch, want int) (arrow.RecordBatch, error) {
+func predictOne(ctx context.Context, s device.Session, b device.Batch, want int) (arrow.RecordBatch, error) {
 	var out arrow.RecordBatch
 	err := protect("model predict", func() (err error) {
 		out, err = s.Predict(ctx, b)

@@ -12,7 +12,7 @@ type Stats struct {
 	PaddedRows int64 // padding rows the device ran
 
 	InputWait    time.Duration // reading, batching and padding input
-	DeviceTime   time.Duration // inside Session.Predict
+	DeviceTime   time.Duration // inside device.Session.Predict
 	ConsumerWait time.Duration // waiting for the consumer to take predictions
 	Wall         time.Duration // session start to shutdown
 }

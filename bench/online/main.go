@@ -39,6 +39,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -57,7 +58,7 @@ func fromBatcher(s predict.BatcherStats) figures {
 }
 
 type bench struct {
-	model    predict.Model
+	model    device.Model
 	schema   *arrow.Schema
 	pool     []arrow.RecordBatch // 1-row requests
 	batch    int

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/predict"
 )
 
 // loadedModel is a model file opened for a job.
 type loadedModel struct {
-	model     predict.Model
+	model     device.Model
 	inputSize int
 	feature   string // the feature column the model names, if any
 	id        string // content digest

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/predict"
@@ -78,7 +79,7 @@ func reference(m *cpu.MLP, x []float32) []float64 {
 }
 
 // run predicts ds with m and returns classes and probabilities.
-func run(t *testing.T, mem memory.Allocator, m predict.Model, ds *dataset.Dataset, batch int) (classes []int64, probs [][]float32, err error) {
+func run(t *testing.T, mem memory.Allocator, m device.Model, ds *dataset.Dataset, batch int) (classes []int64, probs [][]float32, err error) {
 	t.Helper()
 	p, err := predict.New(m, predict.WithBatchSize(batch), predict.WithAllocator(mem))
 	if err != nil {
@@ -373,7 +374,7 @@ func TestNonFiniteFeatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rowErr *predict.RowError
+		var rowErr *device.RowError
 		for _, err = range p.All(t.Context(), ds) {
 		}
 		if !errors.Is(err, cpu.ErrNonFinite) || !errors.As(err, &rowErr) || rowErr.Row != 37 || rowErr.Column != "features" ||

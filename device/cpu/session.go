@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/blas"
 
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
-var _ predict.Model = (*MLP)(nil)
+var _ device.Model = (*MLP)(nil)
 
 // OutputSchema returns the schema of the model's predictions.
 func (m *MLP) OutputSchema() *arrow.Schema {
@@ -26,7 +26,7 @@ func (m *MLP) OutputSchema() *arrow.Schema {
 
 // Start validates the model against the batch schema and allocates the
 // session's scratch matrices.
-func (m *MLP) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (m *MLP) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ type session struct {
 	hidden [][]float32 // one rows×Out matrix per hidden layer
 }
 
-func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	if rows > s.rows {
 		return nil, fmt.Errorf("cpu: batch of %d rows, session batch size %d", rows, s.rows)
@@ -82,14 +82,14 @@ func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch
 		err = fmt.Errorf("cpu: feature column %q: %w", s.m.feature(), err)
 		var te *tensor.RowError
 		if errors.As(err, &te) {
-			return nil, &predict.RowError{Row: int64(te.Row), Column: s.m.feature(), Err: err}
+			return nil, &device.RowError{Row: int64(te.Row), Column: s.m.feature(), Err: err}
 		}
 		return nil, err
 	}
 	if !s.m.AllowNonFinite {
 		if i := firstNonFinite(x[:live*s.m.InputSize()]); i >= 0 {
 			row := i / s.m.InputSize()
-			return nil, &predict.RowError{Row: int64(row), Column: s.m.feature(),
+			return nil, &device.RowError{Row: int64(row), Column: s.m.feature(),
 				Err: fmt.Errorf("%w: value %d is %v", ErrNonFinite, i%s.m.InputSize(), x[i])}
 		}
 	}

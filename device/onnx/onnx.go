@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	ort "github.com/yalue/onnxruntime_go"
 
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/device"
 )
 
 var (
@@ -54,7 +54,7 @@ type Model struct {
 	outputs []ort.InputOutputInfo
 }
 
-var _ predict.Model = (*Model)(nil)
+var _ device.Model = (*Model)(nil)
 
 // Open reads an ONNX model's declared inputs and outputs.
 func Open(path string, opts ...Option) (*Model, error) {
@@ -121,6 +121,17 @@ func (m *Model) column(tensor string) string {
 		return c
 	}
 	return tensor
+}
+
+// BatchSizes returns the one batch size a model with a fixed batch
+// dimension takes, or nil when the dimension is dynamic (device.BatchSizer).
+func (m *Model) BatchSizes() []int {
+	for _, io := range append(append([]ort.InputOutputInfo{}, m.inputs...), m.outputs...) {
+		if d := io.Dimensions[0]; d > 0 {
+			return []int{int(d)}
+		}
+	}
+	return nil
 }
 
 // OutputSchema returns the schema of the model's predictions.
@@ -221,9 +232,9 @@ func releaseEnv() error {
 	return nil
 }
 
-// Start implements predict.Model: it checks the model against the batch
+// Start implements device.Model: it checks the model against the batch
 // schema and creates an ONNX Runtime session with its tensors.
-func (m *Model) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (m *Model) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
 	lib, err := m.libraryPath()
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -237,7 +240,7 @@ func TestBadInput(t *testing.T) {
 	start := func(m *Model, schema *arrow.Schema, batch int) error {
 		p, err := predict.New(m, predict.WithBatchSize(batch), predict.WithAllocator(mem))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, err := range p.All(t.Context(), dataset.FromRecords(schema)) {
 			return err
@@ -256,14 +259,19 @@ func TestBadInput(t *testing.T) {
 		{"width", mlp, dataset.TensorSchema(32), 8, "32 values per row, the model wants 64"},
 		{"element type", mlp, arrow.NewSchema([]arrow.Field{{Name: "features", Type: arrow.FixedSizeListOf(64, arrow.PrimitiveTypes.Float64)}}, nil), 8,
 			"element type float64, the model wants float32"},
-		{"fixed batch", open(t, "fixed_batch.onnx"), arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32)}}, nil), 16,
-			"fixed batch dimension of 8, the session's batch size is 16"},
 	}
 	for _, c := range cases {
 		err := start(c.model, c.schema, c.batch)
 		if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), c.say) {
 			t.Errorf("%s: err %v, want it to say %q", c.name, err, c.say)
 		}
+	}
+	// A session started directly at another size than a fixed batch
+	// dimension is refused too.
+	_, err := open(t, "fixed_batch.onnx").Start(t.Context(), device.SessionConfig{BatchSize: 16, BatchSizes: []int{16}, Replicas: 1,
+		Schema: arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32)}, pad.Field()}, nil), Allocator: mem})
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "fixed batch dimension of 8, the session's batch size is 16") {
+		t.Errorf("fixed batch: %v", err)
 	}
 	if envUsers() != 0 {
 		t.Fatalf("%d sessions hold the environment after failed starts", envUsers())
@@ -272,5 +280,16 @@ func TestBadInput(t *testing.T) {
 	fixed := open(t, "fixed_batch.onnx")
 	if w, err := fixed.InputWidth("x"); err != nil || w != 4 {
 		t.Fatalf("InputWidth: %d %v", w, err)
+	}
+	// It says so (device.BatchSizer), and a Predictor of another size is
+	// refused before any session starts.
+	if got := fixed.BatchSizes(); !slices.Equal(got, []int{8}) || mlp.BatchSizes() != nil {
+		t.Fatalf("batch sizes %v and %v", got, mlp.BatchSizes())
+	}
+	if _, err := predict.New(fixed, predict.WithBatchSize(16)); !errors.Is(err, predict.ErrBatchSizes) {
+		t.Fatalf("a Predictor of 16 rows for an 8-row model: %v", err)
+	}
+	if _, err := predict.New(fixed, predict.WithBatchSize(8)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ort "github.com/yalue/onnxruntime_go"
 
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -85,7 +85,7 @@ type output interface {
 	column(mem memory.Allocator) arrow.Array
 }
 
-func newSession(m *Model, cfg predict.SessionConfig) (s *session, err error) {
+func newSession(m *Model, cfg device.SessionConfig) (s *session, err error) {
 	s = &session{m: m, mem: cfg.Allocator, shapes: map[int]*shape{}, schema: m.OutputSchema()}
 	if s.mem == nil {
 		s.mem = memory.DefaultAllocator
@@ -222,7 +222,7 @@ func (s *session) destroy() error {
 	return errors.Join(errs...)
 }
 
-func (s *session) Predict(_ context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	rows := int(b.Record.NumRows())
 	sh, ok := s.shapes[rows]
 	if !ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -94,12 +95,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // announced wraps a model to print its session's start and shutdown.
 type announced struct {
-	predict.Model
+	device.Model
 	w    io.Writer
 	down atomic.Bool
 }
 
-func (a *announced) Start(ctx context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+func (a *announced) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
 	s, err := a.Model.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func (a *announced) Start(ctx context.Context, cfg predict.SessionConfig) (predi
 }
 
 type announcedSession struct {
-	predict.Session
+	device.Session
 	a *announced
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
-	"github.com/drainpipe/drainpipe/predict"
 )
 
 // ErrInjected is the error a Model returns when told to fail.
@@ -25,7 +25,7 @@ var ErrInjected = errors.New("fakedev: injected failure")
 // padding rows set to -1 so a leaked padding row is visible.
 var OutputSchema = arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
-// Model is a fake predict.Model. Set its fields before use.
+// Model is a fake device.Model. Set its fields before use.
 type Model struct {
 	// Fail, Panic and Short make Predict of batch FailAt (PanicAt, ShortAt)
 	// on replica Replica fail, panic, or return one row too few.
@@ -46,7 +46,7 @@ type Model struct {
 	Live atomic.Int32
 
 	mu      sync.Mutex
-	configs []predict.SessionConfig
+	configs []device.SessionConfig
 	batches []Seen
 }
 
@@ -55,10 +55,10 @@ type Seen struct {
 	Index, Rows, Padding, Replica int
 }
 
-var _ predict.Model = (*Model)(nil)
+var _ device.Model = (*Model)(nil)
 
-// Start implements predict.Model.
-func (m *Model) Start(_ context.Context, cfg predict.SessionConfig) (predict.Session, error) {
+// Start implements device.Model.
+func (m *Model) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
 	if m.StartErr != nil && cfg.Replica == m.StartErrReplica {
 		return nil, m.StartErr
 	}
@@ -75,10 +75,10 @@ func (m *Model) Start(_ context.Context, cfg predict.SessionConfig) (predict.Ses
 }
 
 // Configs returns the configurations sessions were started with.
-func (m *Model) Configs() []predict.SessionConfig {
+func (m *Model) Configs() []device.SessionConfig {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]predict.SessionConfig(nil), m.configs...)
+	return append([]device.SessionConfig(nil), m.configs...)
 }
 
 // Batches returns what every Predict call saw, in call order.
@@ -90,12 +90,12 @@ func (m *Model) Batches() []Seen {
 
 type session struct {
 	m    *Model
-	cfg  predict.SessionConfig
+	cfg  device.SessionConfig
 	mem  memory.Allocator
 	down atomic.Bool
 }
 
-func (s *session) Predict(ctx context.Context, b predict.Batch) (arrow.RecordBatch, error) {
+func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	m := s.m
 	if s.down.Load() {
 		return nil, errors.New("fakedev: predict after shutdown")

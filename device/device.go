@@ -1,4 +1,4 @@
-package predict
+package device
 
 import (
 	"context"
@@ -9,11 +9,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// PaddingColumn names the non-nullable bool column every batch carries:
+// true for the padding rows at its end.
+const PaddingColumn = "is_padding"
+
 // Model is what a device implements, in the manner of database/sql/driver:
-// a small interface that the Predictor drives. Start opens a session (one
-// per replica, possibly concurrently); the Predictor calls Session.Predict
-// once per batch, one call at a time per session, and Session.Shutdown
-// exactly once.
+// a small interface that a runner (the predict package) drives. Start
+// opens a session (one per replica, possibly concurrently); the runner
+// calls Session.Predict once per batch, one call at a time per session, and
+// Session.Shutdown exactly once.
 type Model interface {
 	Start(ctx context.Context, cfg SessionConfig) (Session, error)
 }
@@ -24,14 +28,13 @@ type SessionConfig struct {
 	// (the per-replica batch size, TPUEstimator's params['batch_size']).
 	BatchSize int
 	// BatchSizes are the per-replica batch sizes the session may receive,
-	// ascending; the last is BatchSize. Only the final batch of a run can
-	// be smaller than BatchSize, and only when the Predictor was given
-	// allowed batch sizes (WithBatchSizes).
+	// ascending; the last is BatchSize. Batches smaller than BatchSize come
+	// only when the runner was given allowed batch sizes.
 	BatchSizes []int
 	// Replica is this session's index among Replicas sessions.
 	Replica, Replicas int
-	// Schema is the schema of every batch: the dataset's columns and the
-	// non-nullable bool column pad.Column.
+	// Schema is the schema of every batch: the input's columns and the
+	// non-nullable bool column PaddingColumn.
 	Schema *arrow.Schema
 	// Allocator is where output records should be allocated.
 	Allocator memory.Allocator
@@ -41,8 +44,8 @@ type SessionConfig struct {
 type Session interface {
 	// Predict returns the predictions for a padded batch: a new record with
 	// exactly b.Record.NumRows() rows, owned by the caller. The batch is
-	// borrowed for the call. Rows marked by the pad.Column column hold zero
-	// values; their predictions are dropped.
+	// borrowed for the call. Rows marked by PaddingColumn hold zero values;
+	// their predictions are dropped.
 	Predict(ctx context.Context, b Batch) (arrow.RecordBatch, error)
 	// Shutdown releases the device. It is called exactly once, also after a
 	// cancel or an error, with a context that is not cancelled.
@@ -54,7 +57,7 @@ type Batch struct {
 	// Index counts batches from 0 in input order.
 	Index int
 	// Record holds the batch rows followed by Padding padding rows, and
-	// the pad.Column column. It is borrowed for the call.
+	// the PaddingColumn column. It is borrowed for the call.
 	Record arrow.RecordBatch
 	// Padding is the number of padding rows at the end of Record.
 	Padding int
@@ -65,9 +68,9 @@ func (b Batch) Rows() int { return int(b.Record.NumRows()) - b.Padding }
 
 // RowError is a device's error about one row of a batch: a session returns
 // it (Row counting from 0 within the batch it was given) for a row it
-// cannot predict, such as a null or non-finite feature. The Predictor
-// passes it on with Row counting the rows of the run, so a caller can
-// name the input row.
+// cannot predict, such as a null or non-finite feature. A runner passes it
+// on with Row counting the rows of its run, so a caller can name the input
+// row.
 type RowError struct {
 	Row    int64
 	Column string
@@ -77,22 +80,28 @@ type RowError struct {
 func (e *RowError) Error() string {
 	var inner *RowError
 	if errors.As(e.Err, &inner) {
-		return e.Err.Error() // a row moved on by the Predictor: the inner one says it
+		return e.Err.Error() // a row moved on by a runner: the inner one says it
 	}
 	return fmt.Sprintf("row %d, column %q: %v", e.Row, e.Column, e.Err)
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
 
-// shiftRow returns err with the row of its RowError, if it has one, moved
-// on by offset rows.
-func shiftRow(err error, offset int64) error {
-	var re *RowError
-	if offset == 0 || !errors.As(err, &re) {
-		return err
-	}
-	if direct, ok := err.(*RowError); ok {
-		return &RowError{Row: direct.Row + offset, Column: direct.Column, Err: direct.Err}
-	}
-	return &RowError{Row: re.Row + offset, Column: re.Column, Err: err}
+// Optional capabilities. A model may implement these; users of the
+// contract check for them with a type assertion, as database/sql checks
+// for driver.Pinger.
+
+// OutputSchemaer is a model that states the schema of its predictions
+// before it has run: a runner can then write an empty output for an empty
+// input.
+type OutputSchemaer interface {
+	OutputSchema() *arrow.Schema
+}
+
+// BatchSizer is a model that accepts only some per-session batch sizes
+// (such as an exported graph with a fixed batch dimension). BatchSizes
+// returns them, ascending, or nil for any size. A runner refuses a
+// configuration the model cannot take before starting a session.
+type BatchSizer interface {
+	BatchSizes() []int
 }
