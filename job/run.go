@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
@@ -144,7 +145,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		predict.WithLogger(cfg.Logger),
 		predict.WithStats(func(s predict.Stats) { stats = s }),
 		predict.WithPrefetch(cfg.Prefetch),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
+		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
 			return cfg.fail("predict", b.Index)
 		}}),
 	}, cfg.Predict...)

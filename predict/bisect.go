@@ -17,7 +17,7 @@ import (
 // succeeded and those rows, padded to their own count (no padding rows),
 // in input order. If every row fails on its own, the device is failing,
 // not the rows: the batch's error stands.
-func (s *step) bisect(ctx context.Context, b padded, whole error) (out, rows arrow.RecordBatch, err error) {
+func (s *step) bisect(ctx context.Context, b device.Batch, whole error) (out, rows arrow.RecordBatch, err error) {
 	real, _, err := pad.Strip(b.Record)
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +87,7 @@ func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err
 			half.Release()
 			return perr
 		}
-		out, derr := s.devices.predict(ctx, padded{Batch: device.Batch{Index: index, Record: rec, Padding: padding}, rows: m})
+		out, derr := s.devices.predict(ctx, device.Batch{Index: index, Record: rec, Padding: padding})
 		rec.Release()
 		switch {
 		case derr == nil:

@@ -10,14 +10,8 @@ import (
 	"github.com/drainpipe/drainpipe/pad"
 )
 
-// padded is one batch as the device will see it. Its record is owned by
-// whoever holds the padded value.
-type padded struct {
-	device.Batch
-	rows int // real rows
-}
-
-func (b padded) release() {
+// release releases a batch's record, if it has one.
+func release(b device.Batch) {
 	if b.Record != nil {
 		b.Record.Release()
 	}
@@ -26,22 +20,22 @@ func (b padded) release() {
 // inputs reads ds in batches of the global batch size and pads each one,
 // yielding padded batches in order. Each yielded batch belongs to the loop
 // body, which must release it.
-func (p *Predictor) inputs(ds *dataset.Dataset, padder *pad.Padder) iter.Seq2[padded, error] {
-	return func(yield func(padded, error) bool) {
+func (p *Predictor) inputs(ds *dataset.Dataset, padder *pad.Padder) iter.Seq2[device.Batch, error] {
+	return func(yield func(device.Batch, error) bool) {
 		index := 0
 		for batch, err := range ds.Batches(p.cfg.mem, p.cfg.batchSize) {
 			if err != nil {
-				yield(padded{}, inputError(index, err))
+				yield(device.Batch{}, inputError(index, err))
 				return
 			}
 			rows := int(batch.NumRows())
 			rec, padding, err := padder.PadTo(batch, p.cfg.paddedSize(rows))
 			if err != nil {
-				yield(padded{}, inputError(index, err))
+				yield(device.Batch{}, inputError(index, err))
 				return
 			}
 			// The loop body owns the batch from here, even if it stops.
-			if !yield(padded{Batch: device.Batch{Index: index, Record: rec, Padding: padding}, rows: rows}, nil) {
+			if !yield(device.Batch{Index: index, Record: rec, Padding: padding}, nil) {
 				return
 			}
 			index++

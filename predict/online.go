@@ -425,7 +425,7 @@ func (b *Batcher) predict(w *worker, j *job) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, inputError(j.index, err)
 	}
-	return w.step.run(b.base, padded{Batch: device.Batch{Index: j.index, Record: rec, Padding: padding}, rows: j.rows})
+	return w.step.run(b.base, device.Batch{Index: j.index, Record: rec, Padding: padding})
 }
 
 // shutdown shuts every session down once the workers have stopped.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/device"
 )
 
 // Option configures a Predictor.
@@ -149,17 +151,11 @@ func WithEager(on bool) Option { return func(c *config) { c.eager = on } }
 // the session still shuts down.
 type Hook struct {
 	// Before is called with the padded batch before the device sees it.
-	Before func(ctx context.Context, info BatchInfo, padded arrow.RecordBatch) error
-	// After is called with the predictions of the batch, as the consumer
-	// will receive them, before they are delivered.
-	After func(ctx context.Context, info BatchInfo, predictions arrow.RecordBatch) error
-}
-
-// BatchInfo describes one batch to hooks.
-type BatchInfo struct {
-	Index   int // batch index from 0
-	Rows    int // real rows
-	Padding int // padding rows
+	Before func(ctx context.Context, b device.Batch) error
+	// After is called with the batch the device predicted (its rows, those
+	// set aside left out) and its predictions, as the consumer will receive
+	// them, before they are delivered.
+	After func(ctx context.Context, b device.Batch, predictions arrow.RecordBatch) error
 }
 
 func (c *config) validate() error {

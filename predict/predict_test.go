@@ -263,13 +263,13 @@ func TestHooks(t *testing.T) {
 	f := newFixture(t, mem, 10)
 	var events []string
 	hook := predict.Hook{
-		Before: func(_ context.Context, info predict.BatchInfo, padded arrow.RecordBatch) error {
-			events = append(events, fmt.Sprintf("before %d %d+%d/%d", info.Index, info.Rows, info.Padding, padded.NumRows()))
+		Before: func(_ context.Context, b device.Batch) error {
+			events = append(events, fmt.Sprintf("before %d %d+%d/%d", b.Index, b.Rows(), b.Padding, b.Record.NumRows()))
 			return nil
 		},
-		After: func(_ context.Context, info predict.BatchInfo, preds arrow.RecordBatch) error {
-			events = append(events, fmt.Sprintf("after %d %d", info.Index, preds.NumRows()))
-			if info.Index == 1 {
+		After: func(_ context.Context, b device.Batch, preds arrow.RecordBatch) error {
+			events = append(events, fmt.Sprintf("after %d %d", b.Index, preds.NumRows()))
+			if b.Index == 1 {
 				return fakedev.ErrInjected
 			}
 			return nil

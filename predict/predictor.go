@@ -200,7 +200,7 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 
 	input := p.inputs(ds, padder)
 	if c.prefetch > 0 {
-		input = prefetch(ctx, input, c.prefetch, padded.release)
+		input = prefetch(ctx, input, c.prefetch, release)
 	}
 	s := step{p: p, padder: padder, devices: devices, keep: keep, stats: &st}
 	waitFrom := time.Now()
@@ -244,13 +244,12 @@ type step struct {
 }
 
 // run takes ownership of b.
-func (s *step) run(ctx context.Context, b padded) (arrow.RecordBatch, error) {
-	defer b.release()
+func (s *step) run(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
+	defer release(b)
 	index := b.Index
-	info := BatchInfo{Index: index, Rows: b.rows, Padding: b.Padding}
 	for _, h := range s.p.cfg.hooks {
 		if h.Before != nil {
-			if err := protect("hook", func() error { return h.Before(ctx, info, b.Record) }); err != nil {
+			if err := protect("hook", func() error { return h.Before(ctx, b) }); err != nil {
 				return nil, fmt.Errorf("predict: batch %d: before hook: %w", index, err)
 			}
 		}
@@ -258,13 +257,13 @@ func (s *step) run(ctx context.Context, b padded) (arrow.RecordBatch, error) {
 
 	t := time.Now()
 	out, err := s.devices.predict(ctx, b)
-	record := b.Record
+	run := b // the rows predicted: all of b, or those bisection kept
 	if err != nil && s.p.cfg.setAside != nil && s.padder != nil && ctx.Err() == nil {
 		// Find the rows that fail on their own; predict the others.
-		out, record, err = s.bisect(ctx, b, err)
-		if record != nil {
-			defer record.Release()
-			info.Rows, info.Padding = int(record.NumRows()), 0
+		var kept arrow.RecordBatch
+		if out, kept, err = s.bisect(ctx, b, err); kept != nil {
+			defer kept.Release()
+			run = device.Batch{Index: index, Record: kept}
 		}
 	}
 	s.stats.DeviceTime += time.Since(t)
@@ -272,34 +271,35 @@ func (s *step) run(ctx context.Context, b padded) (arrow.RecordBatch, error) {
 		return nil, fmt.Errorf("predict: batch %d: model: %w", index, err)
 	}
 	defer out.Release()
-	rec, err := s.assemble(out, record, info)
+	rec, err := s.assemble(out, run)
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: %w", index, err)
 	}
 	for _, h := range s.p.cfg.hooks {
 		if h.After != nil {
-			if err := protect("hook", func() error { return h.After(ctx, info, rec) }); err != nil {
+			if err := protect("hook", func() error { return h.After(ctx, run, rec) }); err != nil {
 				rec.Release()
 				return nil, fmt.Errorf("predict: batch %d: after hook: %w", index, err)
 			}
 		}
 	}
 	s.stats.Batches++
-	s.stats.Rows += int64(info.Rows)
-	s.stats.PaddedRows += int64(info.Padding)
+	s.stats.Rows += int64(run.Rows())
+	s.stats.PaddedRows += int64(run.Padding)
 	return rec, nil
 }
 
-// assemble puts the passthrough columns and the model outputs side by side,
-// then drops the padding rows (or appends the padding column).
-func (s *step) assemble(out, padded arrow.RecordBatch, info BatchInfo) (arrow.RecordBatch, error) {
+// assemble puts the passthrough columns of b and the model outputs side
+// by side, then drops the padding rows (or appends the padding column).
+func (s *step) assemble(out arrow.RecordBatch, b device.Batch) (arrow.RecordBatch, error) {
+	padded := b.Record
 	if len(s.keep) == 0 && !s.p.cfg.keepPadding && s.outputs != nil && out.Schema().Equal(s.outputs) {
 		// Nothing to add: the model's output is the prediction.
-		if info.Padding == 0 {
+		if b.Padding == 0 {
 			out.Retain()
 			return out, nil
 		}
-		return out.NewSlice(0, int64(info.Rows)), nil
+		return out.NewSlice(0, int64(b.Rows())), nil
 	}
 	if s.schema == nil {
 		schema, err := s.outputSchema(out.Schema(), padded.Schema())
@@ -319,11 +319,11 @@ func (s *step) assemble(out, padded arrow.RecordBatch, info BatchInfo) (arrow.Re
 		cols = append(cols, padded.Column(int(padded.NumCols())-1))
 	}
 	full := array.NewRecordBatch(s.schema, cols, padded.NumRows())
-	if s.p.cfg.keepPadding || info.Padding == 0 {
+	if s.p.cfg.keepPadding || b.Padding == 0 {
 		return full, nil
 	}
 	defer full.Release()
-	return full.NewSlice(0, int64(info.Rows)), nil
+	return full.NewSlice(0, int64(b.Rows())), nil
 }
 
 // outputSchema returns the schema of delivered predictions: passthrough

@@ -60,10 +60,10 @@ func (r *replicas) shutdown(ctx context.Context) error {
 // predict runs one padded global batch: whole on a single replica, or
 // split into per-replica slices run concurrently. A failing replica cancels
 // the others. It returns one output row per batch row, in order.
-func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, error) {
+func (r *replicas) predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	size := int(b.Record.NumRows())
 	if len(r.sessions) == 1 {
-		return predictOne(ctx, r.sessions[0], b.Batch, size)
+		return predictOne(ctx, r.sessions[0], b, size)
 	}
 	n := len(r.sessions)
 	per := size / n
@@ -73,7 +73,7 @@ func (r *replicas) predict(ctx context.Context, b padded) (arrow.RecordBatch, er
 		g.Go(func() error {
 			slice := b.Record.NewSlice(int64(i*per), int64((i+1)*per))
 			defer slice.Release()
-			real := min(max(b.rows-i*per, 0), per)
+			real := min(max(b.Rows()-i*per, 0), per)
 			out, err := predictOne(gctx, s, device.Batch{Index: b.Index, Record: slice, Padding: per - real}, per)
 			if err != nil {
 				return replicaError(n, i, shiftRow(err, int64(i*per)))

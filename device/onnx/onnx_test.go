@@ -95,7 +95,7 @@ func TestMLPEqualsDirectRun(t *testing.T) {
 			wantP, wantC := direct(t, x, rows)
 
 			p, err := predict.New(m, predict.WithBatchSize(16), predict.WithReplicas(replicas), predict.WithAllocator(mem),
-				predict.WithHooks(predict.Hook{Before: func(context.Context, predict.BatchInfo, arrow.RecordBatch) error {
+				predict.WithHooks(predict.Hook{Before: func(context.Context, device.Batch) error {
 					if got := envUsers(); got != replicas {
 						t.Errorf("%d sessions hold the environment, want %d", got, replicas)
 					}
@@ -206,7 +206,7 @@ func TestCancelAndErrorReleaseSessions(t *testing.T) {
 	// A model error at batch 2 (a hook stands in for it) also shuts down.
 	boom := errors.New("boom")
 	p, _ = predict.New(m, predict.WithBatchSize(16), predict.WithAllocator(mem), predict.WithHooks(predict.Hook{
-		Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
+		Before: func(_ context.Context, b device.Batch) error {
 			if b.Index == 2 {
 				return boom
 			}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -45,16 +44,16 @@ func run(ctx context.Context, out io.Writer, mem memory.Allocator) error {
 	if err != nil {
 		return err
 	}
-	device := &announced{Model: model, w: w}
+	dev := &announced{Model: model, w: w}
 	images := dataset.UniformTensors(mem, images, pixels, 32, 42)
 
 	var stats predict.Stats
-	p, err := predict.New(device,
+	p, err := predict.New(dev,
 		predict.WithBatchSize(batchSize),
 		predict.WithAllocator(mem),
 		predict.WithPassthrough("id"),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b predict.BatchInfo, _ arrow.RecordBatch) error {
-			fmt.Fprintf(w, "step %d: %d images + %d padding\n", b.Index+1, b.Rows, b.Padding)
+		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
+			fmt.Fprintf(w, "step %d: %d images + %d padding\n", b.Index+1, b.Rows(), b.Padding)
 			return nil
 		}}),
 		predict.WithStats(func(s predict.Stats) { stats = s }),
@@ -75,7 +74,7 @@ func run(ctx context.Context, out io.Writer, mem memory.Allocator) error {
 	}
 	// The channel is closed, so the session has shut down.
 	shutdown := "ok"
-	if !device.down.Load() {
+	if !dev.down.Load() {
 		shutdown = "missing"
 	}
 	fmt.Fprintf(w, "rows=%d batches=%d padded=%d shutdown=%s\n", stats.Rows, stats.Batches, stats.PaddedRows, shutdown)
