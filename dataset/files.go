@@ -20,50 +20,21 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/format"
 )
 
 var (
 	// ErrNoFiles reports a pattern that matches no file.
 	ErrNoFiles = errors.New("dataset: no input files")
-	// ErrFormat reports a file of an unknown format, or files of mixed formats.
-	ErrFormat = errors.New("dataset: unknown or mixed file format")
+	// ErrFormat reports files of mixed formats, or a format the sources do
+	// not read.
+	ErrFormat = errors.New("dataset: mixed or unreadable file formats")
 	// ErrShard reports a malformed shard spec or index.
 	ErrShard = errors.New("dataset: bad shard")
 	// ErrColumn reports a projected column that the files do not have.
 	ErrColumn = errors.New("dataset: no such column")
 )
-
-// Format is a file format.
-type Format int
-
-const (
-	// Auto picks the format from the file name: .parquet/.pq, .arrow/.ipc/.feather
-	// (IPC file), .arrows (IPC stream), .csv.
-	Auto Format = iota
-	Parquet
-	IPCFile
-	IPCStream
-	CSV
-)
-
-func (f Format) String() string {
-	return [...]string{"auto", "parquet", "arrow-file", "arrow-stream", "csv"}[f]
-}
-
-// FormatOf returns the format of a file name by its extension.
-func FormatOf(path string) (Format, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".parquet", ".pq":
-		return Parquet, nil
-	case ".arrow", ".ipc", ".feather":
-		return IPCFile, nil
-	case ".arrows":
-		return IPCStream, nil
-	case ".csv":
-		return CSV, nil
-	}
-	return Auto, fmt.Errorf("%w: %s: extension %q", ErrFormat, path, filepath.Ext(path))
-}
 
 // Shard selects part Index of Count of a dataset (TPUEstimator's per-host
 // input): the Count shards are disjoint and together hold every row once.
@@ -106,7 +77,7 @@ func (s Shard) owns(files, f, u int) bool {
 }
 
 type filesConfig struct {
-	format       Format
+	format       format.Format
 	columns      []string
 	batchRows    int
 	csvSchema    *arrow.Schema
@@ -122,7 +93,7 @@ type filesConfig struct {
 type FilesOption func(*filesConfig)
 
 // WithFormat sets the format instead of guessing it from file names.
-func WithFormat(f Format) FilesOption { return func(c *filesConfig) { c.format = f } }
+func WithFormat(f format.Format) FilesOption { return func(c *filesConfig) { c.format = f } }
 
 // WithColumns reads only the named columns, in that order.
 func WithColumns(names ...string) FilesOption {
@@ -218,20 +189,19 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	format := c.format
-	for _, p := range paths {
-		f := format
-		if f == Auto {
-			if f, err = FormatOf(p); err != nil {
-				return nil, err
+	if c.format == format.Auto {
+		// Every file's name must say the first one's format.
+		for i, p := range paths {
+			f, err := format.Of(p)
+			if err != nil {
+				return nil, fmt.Errorf("dataset: %w", err)
 			}
+			if i > 0 && f != c.format {
+				return nil, fmt.Errorf("%w: %s is %s, %s is %s", ErrFormat, p, f, paths[0], c.format)
+			}
+			c.format = f
 		}
-		if format != Auto && f != format && c.format == Auto {
-			return nil, fmt.Errorf("%w: %s is %s, earlier files %s", ErrFormat, p, f, format)
-		}
-		format = f
 	}
-	c.format = format
 
 	// Every file's schema must match the first one's.
 	var schema *arrow.Schema
@@ -313,11 +283,11 @@ func (c *filesConfig) open(path string) (fileReader, error) {
 			return err
 		}
 		switch c.format {
-		case Parquet:
+		case format.Parquet:
 			r, err = c.openParquet(path, mem)
-		case IPCFile, IPCStream:
+		case format.IPCFile, format.IPCStream:
 			r, err = c.openIPC(path, mem)
-		case CSV:
+		case format.CSV:
 			r, err = c.openCSV(path, mem)
 		default:
 			err = fmt.Errorf("%w: %s", ErrFormat, c.format)
@@ -577,13 +547,13 @@ func (c *filesConfig) openIPC(path string, mem memory.Allocator) (fileReader, er
 		f.Close()
 		return nil, err
 	}
-	if err := checkIPCMetadata(f, st.Size(), c.format == IPCFile); err != nil {
+	if err := checkIPCMetadata(f, st.Size(), c.format == format.IPCFile); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	// No message of a file is longer than the file.
 	r := &ipcReader{f: f, c: c}
-	if c.format == IPCFile {
+	if c.format == format.IPCFile {
 		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(st.Size()), ipc.WithBodySizeLimit(st.Size()))
 		if err == nil {
 			r.full = r.file.Schema()
@@ -690,7 +660,7 @@ func FilesRows(patterns []string, opts ...FilesOption) (int64, error) {
 	}
 	var total int64
 	for f, p := range paths {
-		if format, err := FormatOf(p); c.format != Parquet && (err != nil || format != Parquet) {
+		if kind, err := format.Of(p); c.format != format.Parquet && (err != nil || kind != format.Parquet) {
 			return -1, nil
 		}
 		if !c.shard.owns(len(paths), f, -1) {

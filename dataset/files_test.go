@@ -443,3 +443,16 @@ func TestOrigins(t *testing.T) {
 		})
 	}
 }
+
+// Files of two formats in one list are refused by name, before any is
+// opened as the other.
+func TestFilesMixedFormats(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	dir := t.TempDir()
+	writeFile(t, mem, filepath.Join(dir, "a.parquet"), 0, 10, 5)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id\n1\n"), 0o644)
+	_, err := dataset.Files([]string{filepath.Join(dir, "*")})
+	if !errors.Is(err, dataset.ErrFormat) || !strings.Contains(err.Error(), "b.csv is csv") {
+		t.Fatalf("mixed formats: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/format"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -337,7 +338,7 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	ds := dataset.FromRecords(schema)
 	if len(files) > 0 {
 		var err error
-		if ds, err = dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem)); err != nil {
+		if ds, err = dataset.Files(files, dataset.WithFormat(format.IPCFile), dataset.WithAllocator(mem)); err != nil {
 			return err
 		}
 	}
@@ -380,7 +381,7 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 		}
 		return dataset.FromRecords(schema), nil
 	}
-	return dataset.Files(files, dataset.WithFormat(dataset.IPCFile), dataset.WithAllocator(mem))
+	return dataset.Files(files, dataset.WithFormat(format.IPCFile), dataset.WithAllocator(mem))
 }
 
 // rowGroupRows is the row-group size of the merged output.

@@ -74,7 +74,7 @@ func (r *run) prepare() (*lock, error) {
 	r.layout = layout{dir: cfg.Output + ".parts"}
 	if IsFolder(cfg.Output) {
 		r.layout = layout{dir: filepath.Clean(cfg.Output), folder: true}
-	} else if _, err := sink.FormatOf(cfg.Output); err != nil {
+	} else if _, err := sink.Writable(cfg.Output); err != nil {
 		return nil, err
 	}
 	files, err := dataset.Expand(cfg.Inputs)

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/format"
 )
 
 var (
@@ -26,36 +26,24 @@ var (
 	ErrClosed = errors.New("sink: writer closed")
 )
 
-// Format is an output file format.
-type Format int
-
-const (
-	Parquet Format = iota + 1
-	IPCFile
-	IPCStream
-)
-
-// FormatOf returns the format of an output name by its extension, as
-// dataset.FormatOf reads it: .parquet/.pq, .arrow/.ipc/.feather (IPC file),
-// .arrows (IPC stream). CSV is not written.
-func FormatOf(path string) (Format, error) {
-	f, err := dataset.FormatOf(path)
-	switch {
-	case err != nil:
-	case f == dataset.Parquet:
-		return Parquet, nil
-	case f == dataset.IPCFile:
-		return IPCFile, nil
-	case f == dataset.IPCStream:
-		return IPCStream, nil
+// Writable reports the format of an output name by its extension, and
+// whether the sink writes it: .parquet/.pq, .arrow/.ipc/.feather (IPC
+// file), .arrows (IPC stream); not CSV.
+func Writable(path string) (format.Format, error) {
+	f, err := format.Of(path)
+	if err == nil && f == format.CSV {
+		err = fmt.Errorf("%s: CSV", path)
 	}
-	return 0, fmt.Errorf("%w: %s: extension %q (want .parquet, .arrow or .arrows)", ErrFormat, path, filepath.Ext(path))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w (want .parquet, .arrow or .arrows)", ErrFormat, err)
+	}
+	return f, nil
 }
 
 type config struct {
 	overwrite bool
 	mem       memory.Allocator
-	format    Format
+	format    format.Format
 	groupRows int64
 }
 
@@ -69,7 +57,7 @@ func WithOverwrite(ok bool) Option { return func(c *config) { c.overwrite = ok }
 func WithAllocator(mem memory.Allocator) Option { return func(c *config) { c.mem = mem } }
 
 // WithFormat sets the format instead of taking it from the name.
-func WithFormat(f Format) Option { return func(c *config) { c.format = f } }
+func WithFormat(f format.Format) Option { return func(c *config) { c.format = f } }
 
 // WithRowGroupRows sets the rows of each Parquet row group (the last may
 // hold fewer). By default a group holds about 1<<20 leaf values: 16,384
@@ -96,8 +84,8 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.format == 0 {
-		f, err := FormatOf(path)
+	if c.format == format.Auto {
+		f, err := Writable(path)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +102,7 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 	}
 	w := &Writer{path: path, tmp: tmp, schema: schema, overwrite: c.overwrite}
 	switch c.format {
-	case Parquet:
+	case format.Parquet:
 		// Dictionaries do not pay off on float features and predictions;
 		// hashing every value made writes 40% slower.
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
@@ -127,12 +115,12 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 			// they arrive in records.
 			w.enc, w.write = fw, fw.WriteBuffered
 		}
-	case IPCFile:
+	case format.IPCFile:
 		w.enc, err = ipc.NewFileWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
-	case IPCStream:
+	case format.IPCStream:
 		w.enc = ipc.NewWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	default:
-		err = fmt.Errorf("%w: %d", ErrFormat, c.format)
+		err = fmt.Errorf("%w: %s", ErrFormat, c.format)
 	}
 	if err != nil {
 		tmp.Close()

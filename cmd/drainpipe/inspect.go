@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/format"
 )
 
 func inspectCmd(args []string, stdout, stderr io.Writer) error {
@@ -24,7 +25,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("inspect: want one file, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
-	format, err := dataset.FormatOf(path)
+	kind, err := format.Of(path)
 	if err != nil {
 		return err
 	}
@@ -32,8 +33,8 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "file: %s\nformat: %s\n%s\n", path, format, ds.Schema())
-	if format == dataset.Parquet {
+	fmt.Fprintf(stdout, "file: %s\nformat: %s\n%s\n", path, kind, ds.Schema())
+	if kind == format.Parquet {
 		pf, err := file.OpenParquetFile(path, false)
 		if err != nil {
 			return fmt.Errorf("inspect: %s: %w", path, err)
