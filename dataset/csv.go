@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -126,26 +127,29 @@ func (r *csvReader) close() {
 	r.f.Close()
 }
 
-func (r *csvReader) read(mine func(int) bool, yield func(arrow.RecordBatch, []run) bool) error {
-	for i := 0; r.rr.Next(); i++ {
-		if !mine(i) {
-			continue
+func (r *csvReader) records(mine func(int) bool) iter.Seq2[piece, error] {
+	return func(yield func(piece, error) bool) {
+		for i := 0; r.rr.Next(); i++ {
+			if !mine(i) {
+				continue
+			}
+			first := int64(i) * int64(r.chunk)
+			rec, err := r.convert(r.rr.RecordBatch(), first)
+			if err != nil {
+				yield(piece{}, err)
+				return
+			}
+			ok := yield(piece{rec, []run{{n: rec.NumRows(), fileRow: first}}}, nil)
+			rec.Release()
+			if !ok {
+				return
+			}
 		}
-		first := int64(i) * int64(r.chunk)
-		rec, err := r.convert(r.rr.RecordBatch(), first)
-		if err != nil {
-			return err
-		}
-		ok := yield(rec, []run{{n: rec.NumRows(), fileRow: first}})
-		rec.Release()
-		if !ok {
-			return errStop
+		if err := r.rr.Err(); err != nil {
+			yield(piece{}, fmt.Errorf("CSV: %w", err))
+			return
 		}
 	}
-	if err := r.rr.Err(); err != nil {
-		return fmt.Errorf("CSV: %w", err)
-	}
-	return nil
 }
 
 // convert turns a chunk of strings into the typed columns of out; first is
