@@ -234,10 +234,8 @@ func (c *config) records() []arrow.RecordBatch {
 func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 	w, err := sink.Create(path, ds.Schema(), sink.WithAllocator(mem))
 	check(err)
-	for rec, err := range ds.Records() {
-		check(err)
-		check(w.Write(rec))
-	}
+	_, err = dataset.Copy(w, ds.Records())
+	check(err)
 	check(w.Commit())
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -221,4 +222,43 @@ func TestBatchesPanicInBodyReleases(t *testing.T) {
 			}
 		}()
 	}
+}
+
+func TestTakeSkipAndCopy(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	recs := arrowtest.Chunked(mem, []int{3, 0, 4, 5})
+	defer arrowtest.Release(recs)
+	ds := dataset.FromRecords(arrowtest.IDSchema, recs...)
+	for _, c := range []struct {
+		skip, take int64
+		want       []int64
+	}{{0, 0, nil}, {0, 3, seq(3)}, {2, 5, []int64{2, 3, 4, 5, 6}}, {7, 100, []int64{7, 8, 9, 10, 11}}, {12, 1, nil}} {
+		var got []int64
+		for rec, err := range dataset.Take(dataset.Skip(ds, c.skip), c.take).Records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, arrowtest.Int64s(t, "id", rec)...)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("skip %d take %d: %v, want %v", c.skip, c.take, got, c.want)
+		}
+	}
+	var sum collector
+	if n, err := dataset.Copy(&sum, ds.Batches(mem, 5)); err != nil || n != 12 || !slices.Equal(sum.ids, seq(12)) || sum.writes != 3 {
+		t.Fatalf("copy: %d rows, %v, %d writes of %v", n, err, sum.writes, sum.ids)
+	}
+}
+
+type collector struct {
+	ids    []int64
+	writes int
+}
+
+func (c *collector) Write(rec arrow.RecordBatch) error {
+	c.writes++
+	for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
+		c.ids = append(c.ids, id)
+	}
+	return nil
 }

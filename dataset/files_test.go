@@ -30,13 +30,8 @@ func writeFile(t testing.TB, mem memory.Allocator, path string, start, rows, chu
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rec, err := range dataset.Skip(dataset.UniformTensors(mem, start+rows, 4, chunk, 1), int64(start)).Batches(mem, chunk) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := dataset.Copy(w, dataset.Skip(dataset.UniformTensors(mem, start+rows, 4, chunk, 1), int64(start)).Batches(mem, chunk)); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)

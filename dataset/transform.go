@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"iter"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -110,4 +111,57 @@ func Skip(ds *Dataset, n int64) *Dataset {
 			}
 		}
 	})
+}
+
+// Take returns a dataset of the first n rows of ds; it stops reading ds
+// there (only the record that straddles n is sliced).
+func Take(ds *Dataset, n int64) *Dataset {
+	return New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
+		left := n
+		if left <= 0 {
+			return
+		}
+		for rec, err := range ds.Records() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			rows := rec.NumRows()
+			if rows >= left {
+				if rows > left {
+					yieldOwned(yield, rec.NewSlice(0, left))
+				} else {
+					yield(rec, nil)
+				}
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+			left -= rows
+		}
+	})
+}
+
+// Writer is what Copy writes to: a sink.Writer, an ipc.Writer, a
+// pqarrow.FileWriter (arrow-go's arrio.Writer).
+type Writer interface {
+	Write(arrow.RecordBatch) error
+}
+
+// Copy writes every record of records (such as ds.Records() or
+// ds.Batches(mem, n)) to w, in order, and returns the rows written; the
+// first error, of either side, ends it.
+func Copy(w Writer, records iter.Seq2[arrow.RecordBatch, error]) (int64, error) {
+	var n int64
+	for rec, err := range records {
+		if err == nil {
+			err = w.Write(rec)
+		}
+		if err != nil {
+			return n, err
+		}
+		n += rec.NumRows()
+	}
+	return n, nil
 }

@@ -51,13 +51,8 @@ func BenchmarkOutputs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for rec, err := range dataset.UniformTensors(mem, rows, features, 4096, 1).Records() {
-		if err == nil {
-			err = w.Write(rec)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, rows, features, 4096, 1).Records()); err != nil {
+		b.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {
 		b.Fatal(err)

@@ -30,13 +30,8 @@ func TestFailAtEveryPhaseThenResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rec, err := range dataset.UniformTensors(mem, 1000, 8, 100, 1).Records() {
-		if err == nil {
-			err = w.Write(rec)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, 1000, 8, 100, 1).Records()); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)

@@ -41,13 +41,8 @@ func setup(t testing.TB, mem memory.Allocator, rows int) (string, *cpu.MLP) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rec, err := range dataset.Skip(dataset.UniformTensors(mem, r[1], width, 1000, 1), int64(r[0])).Records() {
-			if err == nil {
-				err = w.Write(rec)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		if _, err := dataset.Copy(w, dataset.Skip(dataset.UniformTensors(mem, r[1], width, 1000, 1), int64(r[0])).Records()); err != nil {
+			t.Fatal(err)
 		}
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)

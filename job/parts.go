@@ -304,21 +304,9 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	if err != nil {
 		return err
 	}
-	if len(p.m.Parts) > 0 {
-		i := 0
-		for rec, err := range ds.Batches(mem, rowGroupRows) {
-			if err == nil && p.inject != nil {
-				err = p.inject("merge", i)
-			}
-			if err == nil {
-				err = w.Write(rec)
-			}
-			i++
-			if err != nil {
-				w.Abort()
-				return fmt.Errorf("job: merge parts: %w", err)
-			}
-		}
+	if _, err := dataset.Copy(&injecting{w, p.inject, "merge", 0}, ds.Batches(mem, rowGroupRows)); err != nil {
+		w.Abort()
+		return fmt.Errorf("job: merge parts: %w", err)
 	}
 	if err := w.Commit(); err != nil {
 		return err
@@ -346,16 +334,29 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	if err != nil {
 		return err
 	}
-	for rec, err := range ds.Batches(mem, rowGroupRows) {
-		if err == nil {
-			err = w.Write(rec)
-		}
-		if err != nil {
-			w.Abort()
-			return fmt.Errorf("job: merge the rows set aside: %w", err)
-		}
+	if _, err := dataset.Copy(w, ds.Batches(mem, rowGroupRows)); err != nil {
+		w.Abort()
+		return fmt.Errorf("job: merge the rows set aside: %w", err)
 	}
 	return w.Commit()
+}
+
+// injecting is a writer that fails where a test says (phase, nth write).
+type injecting struct {
+	dataset.Writer
+	inject func(phase string, n int) error
+	phase  string
+	n      int
+}
+
+func (w *injecting) Write(rec arrow.RecordBatch) error {
+	if w.inject != nil {
+		if err := w.inject(w.phase, w.n); err != nil {
+			return err
+		}
+	}
+	w.n++
+	return w.Writer.Write(rec)
 }
 
 // dataset reads the parts in order; with no parts, it is empty, of the

@@ -96,10 +96,8 @@ func writeInput(dir string, n int) string {
 		rows := min(rowsPerFile, n-f*rowsPerFile)
 		w, err := sink.Create(filepath.Join(in, fmt.Sprintf("part-%03d.parquet", f)), dataset.TensorSchema(width))
 		check(err)
-		for rec, err := range dataset.UniformTensors(mem, rows, width, 8192, uint64(f)).Records() {
-			check(err)
-			check(w.Write(rec))
-		}
+		_, err = dataset.Copy(w, dataset.UniformTensors(mem, rows, width, 8192, uint64(f)).Records())
+		check(err)
 		check(w.Commit())
 	}
 	return filepath.Join(in, "*.parquet")

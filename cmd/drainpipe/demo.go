@@ -49,22 +49,10 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		part := dataset.Skip(all, int64(f*per))
-		n := 0
-		for rec, err := range part.Batches(mem, 8192) {
-			if err == nil && n < per {
-				rec = rec.NewSlice(0, int64(min(int(rec.NumRows()), per-n)))
-				err = w.Write(rec)
-				n += int(rec.NumRows())
-				rec.Release()
-			}
-			if err != nil {
-				w.Abort()
-				return err
-			}
-			if n >= per {
-				break
-			}
+		part := dataset.Take(dataset.Skip(all, int64(f*per)), int64(per))
+		if _, err := dataset.Copy(w, part.Records()); err != nil {
+			w.Abort()
+			return err
 		}
 		if err := w.Commit(); err != nil {
 			return err

@@ -47,29 +47,13 @@ func fixture(t *testing.T, rows, width int, sizes ...int) string {
 	mem := memory.NewGoAllocator()
 	all := dataset.UniformTensors(mem, rows, width, 1000, 1)
 	half := int64(rows / 2)
-	for i, part := range []*dataset.Dataset{all, dataset.Skip(all, half)} {
+	for i, part := range []*dataset.Dataset{dataset.Take(all, half), dataset.Skip(all, half)} {
 		w, err := sink.Create(filepath.Join(dir, fmt.Sprintf("in-%d.parquet", i)), all.Schema())
 		if err != nil {
 			t.Fatal(err)
 		}
-		left := int64(rows) - half // rows of the second file
-		if i == 0 {
-			left = half
-		}
-		for rec, err := range part.Records() {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if left == 0 {
-				break
-			}
-			slice := rec.NewSlice(0, min(rec.NumRows(), left))
-			err := w.Write(slice)
-			left -= slice.NumRows()
-			slice.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
+		if _, err := dataset.Copy(w, part.Records()); err != nil {
+			t.Fatal(err)
 		}
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)
