@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -218,40 +219,12 @@ func (p *parts) save() error {
 		err = p.inject("manifest", p.saves-1)
 	}
 	if err == nil {
-		err = writeFileAtomic(p.manifest(), data)
+		err = atomicfile.WriteFile(p.manifest(), data)
 	}
 	if err != nil {
 		return fmt.Errorf("job: manifest: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to path through a synced temporary file
-// renamed into place, then syncs the folder.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return sink.SyncDir(dir)
 }
 
 // seal finishes a folder output: an empty part if there is none (so the
@@ -280,7 +253,7 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(p.dir, successName), append(done, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(p.dir, successName), append(done, '\n')); err != nil {
 		return fmt.Errorf("job: %s: %w", successName, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
 )
 
 var (
@@ -67,7 +67,7 @@ func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n
 // Writer writes records of one schema to a file that appears at Commit.
 type Writer struct {
 	path   string
-	tmp    *os.File
+	tmp    *atomicfile.File
 	schema *arrow.Schema
 	enc    interface {
 		Write(arrow.RecordBatch) error
@@ -96,7 +96,7 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 			return nil, fmt.Errorf("%w: %s", ErrExists, path)
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
@@ -109,16 +109,16 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
 			parquet.WithMaxRowGroupLength(cmp.Or(max(c.groupRows, 0), rowGroupRows(schema))))
 		var fw *pqarrow.FileWriter
-		fw, err = pqarrow.NewFileWriter(schema, keepOpen{tmp}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+		fw, err = pqarrow.NewFileWriter(schema, keepOpen{tmp.File}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
 		if err == nil {
 			// Buffered: row groups depend on the rows alone, not on how
 			// they arrive in records.
 			w.enc, w.write = fw, fw.WriteBuffered
 		}
 	case format.IPCFile:
-		w.enc, err = ipc.NewFileWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+		w.enc, err = ipc.NewFileWriter(keepOpen{tmp.File}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	case format.IPCStream:
-		w.enc = ipc.NewWriter(keepOpen{tmp}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+		w.enc = ipc.NewWriter(keepOpen{tmp.File}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	default:
 		err = fmt.Errorf("%w: %s", ErrFormat, c.format)
 	}
@@ -194,26 +194,17 @@ func (w *Writer) Commit() error {
 		return ErrClosed
 	}
 	w.done = true
-	err := w.enc.Close()
-	if err == nil {
-		err = w.tmp.Sync()
-	}
-	if cerr := w.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && !w.overwrite {
-		if _, serr := os.Stat(w.path); serr == nil {
-			err = fmt.Errorf("%w: %s", ErrExists, w.path)
-		}
-	}
-	if err == nil {
-		err = os.Rename(w.tmp.Name(), w.path)
-	}
-	if err != nil {
-		os.Remove(w.tmp.Name())
+	if err := w.enc.Close(); err != nil {
+		w.tmp.Abort()
 		return fmt.Errorf("sink: commit %s: %w", w.path, err)
 	}
-	return SyncDir(filepath.Dir(w.path))
+	if err := w.tmp.Commit(w.overwrite); err != nil {
+		if errors.Is(err, atomicfile.ErrExists) {
+			return fmt.Errorf("%w: %s", ErrExists, w.path)
+		}
+		return fmt.Errorf("sink: commit %s: %w", w.path, err)
+	}
+	return nil
 }
 
 // Abort discards what was written. It is safe after Commit (a no-op).
@@ -223,19 +214,5 @@ func (w *Writer) Abort() {
 	}
 	w.done = true
 	w.enc.Close()
-	w.tmp.Close()
-	os.Remove(w.tmp.Name())
-}
-
-// SyncDir syncs a directory, so a rename in it is durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sink: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sink: sync %s: %w", dir, err)
-	}
-	return nil
+	w.tmp.Abort()
 }

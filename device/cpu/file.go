@@ -9,7 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
 )
 
 // magic starts every model file; its last byte is the format version.
@@ -54,22 +55,19 @@ func (m *MLP) Save(w io.Writer) error {
 	return nil
 }
 
-// SaveFile writes the model to path atomically: to a temporary file in the
-// same folder, renamed over path once complete.
+// SaveFile writes the model to path atomically and durably: to a temporary
+// file in the same folder, synced, renamed over path once complete, the
+// folder synced.
 func (m *MLP) SaveFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("cpu: save model: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if err := m.Save(tmp); err != nil {
-		tmp.Close()
+	if err := m.Save(f); err != nil {
+		f.Abort()
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cpu: save model: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := f.Commit(true); err != nil {
 		return fmt.Errorf("cpu: save model: %w", err)
 	}
 	return nil
