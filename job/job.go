@@ -87,7 +87,9 @@ type Config struct {
 	// (dataset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
 
-	// Predict holds further Predictor options (replicas, prefetch).
+	// Predict holds further Predictor options (replicas, say). They come
+	// after the job's own, so one given here wins: a WithPrefetch here
+	// replaces Prefetch.
 	Predict []predict.Option
 	// Progress, if set, is called after every batch with the rows done
 	// and the total (-1 if unknown).
@@ -124,7 +126,7 @@ func (c *Config) defaults() error {
 		c.FeatureColumn = "features"
 	}
 	if c.BatchSize <= 0 {
-		return fmt.Errorf("job: %w: got %d", predict.ErrBatchSize, c.BatchSize)
+		return fmt.Errorf("%w: got %d", predict.ErrBatchSize, c.BatchSize)
 	}
 	if c.PartRows <= 0 {
 		c.PartRows = 1 << 18

@@ -164,7 +164,7 @@ func (c *config) validate() error {
 	}
 	switch {
 	case c.batchSize <= 0:
-		return fmt.Errorf("predict: %w: got %d", ErrBatchSize, c.batchSize)
+		return fmt.Errorf("%w: got %d", ErrBatchSize, c.batchSize)
 	case c.replicas <= 0:
 		return fmt.Errorf("%w: %d replicas, want at least 1", ErrReplicas, c.replicas)
 	case c.batchSize%c.replicas != 0:

@@ -21,7 +21,7 @@ import (
 
 var (
 	// ErrBatchSize reports a batch size that is not positive.
-	ErrBatchSize = dataset.ErrBatchSize
+	ErrBatchSize = errors.New("predict: batch size must be positive")
 	// ErrRowCount reports a model that returned a different number of rows
 	// than the padded batch it was given.
 	ErrRowCount = errors.New("predict: model returned the wrong number of rows")

@@ -35,8 +35,12 @@ func FitSoftmaxRegression(x mat.Matrix, labels []int, classes int, l2 float64) (
 	params := make([]float64, (d+1)*classes) // W (d×k, row-major), then b (k)
 	problem := optimize.Problem{Func: obj.value, Grad: obj.grad}
 	res, err := optimize.Minimize(problem, params, &optimize.Settings{GradientThreshold: 1e-8, MajorIterations: 1000}, &optimize.LBFGS{})
-	if err != nil && res == nil {
-		return nil, fmt.Errorf("%w: %v", ErrFit, err)
+	if err != nil {
+		status := "no result"
+		if res != nil {
+			status = fmt.Sprintf("status %v after %d iterations", res.Status, res.MajorIterations)
+		}
+		return nil, fmt.Errorf("%w: %v (%s)", ErrFit, err, status)
 	}
 	m := NewSoftmaxRegression(d, classes)
 	for i, v := range res.X[:d*classes] {

@@ -57,7 +57,7 @@ type Model struct {
 var _ device.Model = (*Model)(nil)
 
 // Open reads an ONNX model's declared inputs and outputs.
-func Open(path string, opts ...Option) (*Model, error) {
+func Open(path string, opts ...Option) (_ *Model, err error) {
 	m := &Model{path: path, columns: map[string]string{}}
 	for _, o := range opts {
 		o(m)
@@ -72,7 +72,11 @@ func Open(path string, opts ...Option) (*Model, error) {
 	if err := acquireEnv(lib); err != nil {
 		return nil, err
 	}
-	defer releaseEnv()
+	defer func() {
+		if rerr := releaseEnv(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	m.inputs, m.outputs, err = ort.GetInputOutputInfo(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrModel, path, err)
