@@ -22,8 +22,10 @@
 // # Columns
 //
 // Labels come from one dataset column: integers (or bool) for
-// classification, numbers for regression. Classification metrics read the
-// predicted class from the "class" column and probabilities from the
-// "probabilities" column (a fixed_size_list<float32>[k]), as the cpu device
-// writes them; each metric's Column fields can name others.
+// classification, numbers for regression. Metrics read the predicted class
+// from the "class" column, probabilities from the "probabilities" column
+// (a fixed_size_list<float32>[k]), as the cpu device writes them, and a
+// regression's prediction from "value"; the [Column] option names another
+// for any metric ([Clip] sets LogLoss's clipping). Files hold the families:
+// classification.go, probability.go, regression.go.
 package eval

@@ -209,7 +209,7 @@ func want(rows, k int) map[string]float64 {
 
 func metricsFor(k int) []eval.Metric {
 	ms := []eval.Metric{
-		eval.Accuracy(), eval.ConfusionMatrix(k), eval.LogLoss(), eval.MSE("value"), eval.MAE("value"),
+		eval.Accuracy(), eval.ConfusionMatrix(k), eval.LogLoss(), eval.MSE(), eval.MAE(),
 		eval.Precision(eval.Macro, k), eval.Recall(eval.Macro, k), eval.F1(eval.Macro, k),
 	}
 	if k == 2 {
@@ -271,7 +271,7 @@ func TestRegressionExact(t *testing.T) {
 	for _, rows := range []int{1, 7, 16, 50} {
 		mem := arrowtest.Allocator(t)
 		report, err := eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, rows, 3), "target",
-			[]eval.Metric{eval.MSE("value"), eval.MAE("value")}, predict.WithBatchSize(16), predict.WithReplicas(2), predict.WithAllocator(mem))
+			[]eval.Metric{eval.MSE(), eval.MAE()}, predict.WithBatchSize(16), predict.WithReplicas(2), predict.WithAllocator(mem))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,5 +402,16 @@ func TestBadLabels(t *testing.T) {
 	_, err = eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, 20, 3), "label", []eval.Metric{eval.ROCAUC()}, opts...)
 	if !errors.Is(err, eval.ErrClasses) || !strings.Contains(err.Error(), "needs 2 class probabilities") {
 		t.Errorf("ROC AUC of 3 classes: err %v", err)
+	}
+	// Binary averaging over 10 classes is an error, not 2 classes quietly.
+	_, err = eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, 20, 3), "label", []eval.Metric{eval.F1(eval.Binary, 10)}, opts...)
+	if !errors.Is(err, eval.ErrClasses) || !strings.Contains(err.Error(), "binary averaging is over 2 classes, got k=10") {
+		t.Errorf("F1(Binary, 10): err %v", err)
+	}
+	// Column chooses the column of any metric.
+	_, err = eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, 20, 3), "label",
+		[]eval.Metric{eval.Accuracy(eval.Column("predicted")), eval.LogLoss(eval.Column("p"), eval.Clip(1e-6))}, opts...)
+	if err == nil || !strings.Contains(err.Error(), `"predicted"`) {
+		t.Errorf("a column the model does not write: err %v", err)
 	}
 }

@@ -1,0 +1,126 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// LogLoss returns the mean negative log-probability of the true class over
+// the "probabilities" column (or Column's), with probabilities clipped to
+// [eps, 1-eps] (Clip; 1e-15 by default).
+func LogLoss(opts ...Option) *MeanMetric {
+	o := configure(ProbabilityColumn, opts)
+	column, eps := o.column, o.eps
+	return Mean("log_loss", func(b *Batch) ([]float64, error) {
+		labels, err := b.LabelClasses()
+		if err != nil {
+			return nil, err
+		}
+		probs, k, err := b.Probabilities(column)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, len(labels))
+		for i, l := range labels {
+			if l < 0 || int(l) >= k {
+				return nil, fmt.Errorf("%w: row %d: label %d, the model gives %d class probabilities", ErrClasses, i, l, k)
+			}
+			out[i] = -math.Log(min(max(float64(probs[i*k+int(l)]), eps), 1-eps))
+		}
+		return out, nil
+	})
+}
+
+// ROCAUCMetric is the exact area under the ROC curve of a binary
+// classifier: the probability that a random positive row scores above a
+// random negative one, ties counting half. It keeps every (score, label)
+// pair, so memory grows with the rows.
+type ROCAUCMetric struct {
+	// column holds the score: a probabilities column (the positive class's
+	// probability is used) or a numeric column.
+	column string
+	scores []float64
+	labels []bool
+}
+
+// ROCAUC returns an exact ROC AUC over the probability of class 1 in the
+// "probabilities" column, or over the scores of a numeric Column. Labels
+// must be 0 or 1 (or bool).
+func ROCAUC(opts ...Option) *ROCAUCMetric {
+	return &ROCAUCMetric{column: configure(ProbabilityColumn, opts).column}
+}
+
+func (m *ROCAUCMetric) Name() string { return "roc_auc" }
+
+func (m *ROCAUCMetric) Update(b *Batch) error {
+	labels, err := b.LabelClasses()
+	if err != nil {
+		return err
+	}
+	var score func(i int) float64
+	if probs, k, err := b.Probabilities(m.column); err == nil {
+		if k != 2 {
+			return fmt.Errorf("%w: ROC AUC needs 2 class probabilities, column %q has %d", ErrClasses, m.column, k)
+		}
+		score = func(i int) float64 { return float64(probs[2*i+1]) }
+	} else if v, verr := b.Values(m.column); verr == nil {
+		score = func(i int) float64 { return v[i] }
+	} else {
+		return err
+	}
+	for i, l := range labels {
+		if l != 0 && l != 1 {
+			return fmt.Errorf("%w: row %d: label %d, ROC AUC needs 0 or 1", ErrClasses, i, l)
+		}
+		m.scores = append(m.scores, score(i))
+		m.labels = append(m.labels, l == 1)
+	}
+	return nil
+}
+
+func (m *ROCAUCMetric) Merge(other Metric) error {
+	o, ok := other.(*ROCAUCMetric)
+	if !ok {
+		return mergeError(m, other)
+	}
+	m.scores = append(m.scores, o.scores...)
+	m.labels = append(m.labels, o.labels...)
+	return nil
+}
+
+// Value returns the AUC by the rank-sum (Mann–Whitney U) formula, with
+// tied scores given their average rank; NaN if either class is absent.
+func (m *ROCAUCMetric) Value() float64 {
+	n := len(m.scores)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return m.scores[order[a]] < m.scores[order[b]] })
+	var pos, rankSum float64
+	for i := 0; i < n; {
+		j := i
+		for j < n && m.scores[order[j]] == m.scores[order[i]] {
+			j++
+		}
+		rank := float64(i+j+1) / 2 // average of ranks i+1..j
+		for _, o := range order[i:j] {
+			if m.labels[o] {
+				pos++
+				rankSum += rank
+			}
+		}
+		i = j
+	}
+	neg := float64(n) - pos
+	if pos == 0 || neg == 0 {
+		return math.NaN()
+	}
+	return (rankSum - pos*(pos+1)/2) / (pos * neg)
+}
+
+func (m *ROCAUCMetric) Reset() {
+	m.scores = m.scores[:0]
+	m.labels = m.labels[:0]
+}
