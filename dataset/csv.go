@@ -120,6 +120,8 @@ func (r *csvReader) init(c *filesConfig) error {
 
 func (r *csvReader) schema() *arrow.Schema { return r.out }
 
+func (r *csvReader) declared(func(int) bool) int64 { return -1 }
+
 func (r *csvReader) close() {
 	if r.rr != nil {
 		r.rr.Release()

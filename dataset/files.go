@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/format"
 )
@@ -131,9 +130,19 @@ func Expand(patterns []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// Files returns a dataset over the files the patterns name, read in sorted
-// order as one stream. All files must have one format and one schema.
-func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
+// FileSet is a list of input files opened once, before any is read: one
+// format, one schema, and the rows their metadata declares. Its Dataset
+// reads them, in sorted order, as one stream.
+type FileSet struct {
+	c      *filesConfig
+	paths  []string
+	schema *arrow.Schema
+	rows   int64 // declared for the shard; -1 if a file does not say
+}
+
+// OpenFiles opens the files the patterns name (each once, for its schema
+// and metadata). All files must have one format and one schema.
+func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 	c, err := newFilesConfig(opts)
 	if err != nil {
 		return nil, err
@@ -155,22 +164,55 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 			c.format = f
 		}
 	}
-
-	// Every file's schema must match the first one's.
-	var schema *arrow.Schema
-	for _, p := range paths {
-		r, err := c.open(p)
+	// The full schemas: columns are chosen by Dataset.
+	full := *c
+	full.columns = nil
+	set := &FileSet{c: c, paths: paths}
+	for f, p := range paths {
+		r, err := full.open(p)
 		if err != nil {
 			return nil, err
 		}
 		s := r.schema()
+		n := r.declared(func(unit int) bool { return c.shard.owns(len(paths), f, unit) })
 		r.close()
-		if schema == nil {
-			schema = s
-		} else if !s.Equal(schema) {
-			return nil, fmt.Errorf("%w: %s: schema %s, %s has %s", ErrSchemaMismatch, p, s, paths[0], schema)
+		if set.schema == nil {
+			set.schema = s
+		} else if !s.Equal(set.schema) {
+			return nil, fmt.Errorf("%w: %s: schema %s, %s has %s", ErrSchemaMismatch, p, s, paths[0], set.schema)
+		}
+		switch {
+		case n < 0 || set.rows < 0:
+			set.rows = -1
+		case c.shard.owns(len(paths), f, -1):
+			set.rows += n
 		}
 	}
+	return set, nil
+}
+
+// Paths returns the files, in the order they are read.
+func (s *FileSet) Paths() []string { return s.paths }
+
+// Schema returns the files' schema, every column.
+func (s *FileSet) Schema() *arrow.Schema { return s.schema }
+
+// DeclaredRows returns the rows the files' metadata declare for the shard
+// read (Parquet footers), or -1 if a file declares none.
+func (s *FileSet) DeclaredRows() int64 { return s.rows }
+
+// Dataset returns a dataset reading the named columns of the files, in that
+// order (none: every column, or those of WithColumns).
+func (s *FileSet) Dataset(columns ...string) (*Dataset, error) {
+	c := *s.c
+	if len(columns) > 0 {
+		c.columns = columns
+	}
+	schema, err := projected(s.schema, c.columns)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %s: %w", s.paths[0], err)
+	}
+	paths := s.paths
 	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		c.origins.reset()
 		for f, p := range paths {
@@ -179,6 +221,16 @@ func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
 			}
 		}
 	}), nil
+}
+
+// Files returns a dataset over the files the patterns name, read in sorted
+// order as one stream: OpenFiles, then its Dataset.
+func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
+	set, err := OpenFiles(patterns, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return set.Dataset()
 }
 
 // readFile yields this shard's records of one file; false means stop.
@@ -226,6 +278,9 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 // iteration with the runs of file rows it holds; a failure is yielded last.
 type fileReader interface {
 	schema() *arrow.Schema
+	// declared returns the rows the file's metadata declares for the units
+	// mine accepts, or -1 if it declares none.
+	declared(mine func(unit int) bool) int64
 	records(mine func(unit int) bool) iter.Seq2[piece, error]
 	close()
 }
@@ -316,38 +371,9 @@ func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
 // patterns and options, from file metadata, without reading data: known for
 // Parquet files, -1 for the other formats.
 func FilesRows(patterns []string, opts ...FilesOption) (int64, error) {
-	c, err := newFilesConfig(opts)
+	set, err := OpenFiles(patterns, opts...)
 	if err != nil {
 		return 0, err
 	}
-	paths, err := Expand(patterns)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for f, p := range paths {
-		if kind, err := format.Of(p); c.format != format.Parquet && (err != nil || kind != format.Parquet) {
-			return -1, nil
-		}
-		if !c.shard.owns(len(paths), f, -1) {
-			continue
-		}
-		err := guard(nil, func() error {
-			pf, err := file.OpenParquetFile(p, false)
-			if err != nil {
-				return err
-			}
-			defer pf.Close()
-			for g := range pf.NumRowGroups() {
-				if c.shard.owns(len(paths), f, g) {
-					total += pf.MetaData().RowGroup(g).NumRows()
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("dataset: %s: %w", p, err)
-		}
-	}
-	return total, nil
+	return set.DeclaredRows(), nil
 }

@@ -110,6 +110,16 @@ func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
 }
 
 func (r *parquetReader) schema() *arrow.Schema { return r.out }
+
+func (r *parquetReader) declared(mine func(int) bool) int64 {
+	var n int64
+	for g := range r.pf.NumRowGroups() {
+		if mine(g) {
+			n += r.pf.MetaData().RowGroup(g).NumRows()
+		}
+	}
+	return n
+}
 func (r *parquetReader) close()                { r.pf.Close() }
 
 func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {

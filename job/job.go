@@ -310,68 +310,71 @@ func (c *Config) fail(phase string, n int) error {
 	return c.inject(phase, n)
 }
 
-// dataset opens the inputs, projected to the columns the job needs, with
-// the feature column as a tensor of InputSize values; origins learns where
-// each row comes from.
-func (c *Config) dataset(origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, error) {
+// dataset opens the input files, projected to the columns the job needs,
+// with the feature column as a tensor of InputSize values; origins learns
+// where each row comes from. It returns the rows the files declare (-1 if
+// unknown).
+func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
 	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
-		dataset.WithMaxMemory(c.MaxMemory)}
+		dataset.WithMaxMemory(c.MaxMemory), dataset.WithOrigins(origins)}
 	if c.badValue != nil {
 		opts = append(opts, dataset.WithCSVBadValues(c.badValue))
 	}
 	if c.CSVSample > 0 {
 		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
 	}
-	all, err := dataset.Files(c.Inputs, opts...)
+	// Each input is opened once here, for its schema and row count, and
+	// again when it is read.
+	set, err := dataset.OpenFiles(files, opts...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	schema := all.Schema()
+	schema := set.Schema()
 	columns := slices.Clone(c.Keep)
 	var gathered []string
 	if len(c.Gather) > 0 {
 		for _, f := range schema.Fields() {
 			for _, pat := range c.Gather {
 				if ok, err := path.Match(pat, f.Name); err != nil {
-					return nil, fmt.Errorf("%w: pattern %q: %v", ErrFeatures, pat, err)
+					return nil, 0, fmt.Errorf("%w: pattern %q: %v", ErrFeatures, pat, err)
 				} else if ok && !slices.Contains(gathered, f.Name) {
 					gathered = append(gathered, f.Name)
 				}
 			}
 		}
 		if len(gathered) == 0 {
-			return nil, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))
+			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))
 		}
 		if len(gathered) != c.InputSize {
-			return nil, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
+			return nil, 0, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
 		}
 		columns = append(columns, gathered...)
 	} else {
 		if len(schema.FieldIndices(c.FeatureColumn)) == 0 {
-			return nil, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, names(schema))
+			return nil, 0, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, names(schema))
 		}
 		columns = append(columns, c.FeatureColumn)
 	}
 	for _, k := range c.Keep {
 		if len(schema.FieldIndices(k)) == 0 {
-			return nil, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
+			return nil, 0, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
 		}
 	}
-	ds, err := dataset.Files(c.Inputs, append(opts, dataset.WithColumns(compact(columns)...), dataset.WithOrigins(origins))...)
+	ds, err := set.Dataset(compact(columns)...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ds = middle(ds, gathered)
 	if len(gathered) > 0 {
 		if ds, err = dataset.Gather(ds, c.Allocator, c.FeatureColumn, gathered...); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrFeatures, err)
+			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
 		}
 	}
 	ds, err = dataset.AsTensor(ds, c.FeatureColumn, c.InputSize)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFeatures, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
 	}
-	return ds, nil
+	return ds, set.DeclaredRows(), nil
 }
 
 func compact(s []string) []string {

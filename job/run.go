@@ -61,6 +61,7 @@ type run struct {
 	began       time.Time
 	layout      layout
 	fingerprint string
+	files       []string // the inputs, expanded once
 	parts       *parts
 	schema      *arrow.Schema // the input's, as read
 	aside       *aside        // SetAside mode, else nil
@@ -81,6 +82,7 @@ func (r *run) prepare() (*lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.files = files
 	if err := checkNotInput(cfg.Output, r.layout, files); err != nil {
 		return nil, err
 	}
@@ -114,12 +116,12 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		// Values are read (and this called) only once r.aside exists.
 		cfg.badValue = func(path string, row int64, column string, err error) { r.aside.badValue(path, row, column, err) }
 	}
-	ds, err := cfg.dataset(origins, func(files *dataset.Dataset, gathered []string) *dataset.Dataset {
-		in = cfg.counted(files, skip)
+	ds, total, err := cfg.dataset(r.files, origins, func(read *dataset.Dataset, gathered []string) *dataset.Dataset {
+		in = cfg.counted(read, skip)
 		if cfg.SetAside == "" {
 			return in.ds
 		}
-		r.aside = newAside(files.Schema(), cfg.Keep, origins, cfg.Allocator)
+		r.aside = newAside(read.Schema(), cfg.Keep, origins, cfg.Allocator)
 		return cfg.screen(in.ds, r.aside, gathered)
 	})
 	if err != nil {
@@ -128,10 +130,6 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	r.schema = ds.Schema()
 	if r.aside != nil {
 		defer r.aside.release()
-	}
-	total, err := dataset.FilesRows(cfg.Inputs, dataset.WithShard(cfg.Shard))
-	if err != nil {
-		return nil, err
 	}
 	resumed := parts.rows()
 	if resumed > 0 {

@@ -76,11 +76,6 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if column == "" {
 		column = cpu.DefaultFeature
 	}
-	if *prefetch < 0 {
-		// Reads arrive read-rows at a time: to decode the next one while the
-		// device works, the input side must run ahead by more than a read.
-		*prefetch = *readRows/max(*batch, 1) + 2
-	}
 	cfg := job.Config{
 		Inputs: inputs, Output: *output,
 		Model: m.model, ModelID: m.id, InputSize: m.inputSize,
