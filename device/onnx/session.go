@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -246,12 +248,9 @@ func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch,
 	return array.NewRecordBatch(s.schema, cols, int64(rows)), nil
 }
 
+// keys returns the batch sizes a session was bound for, ascending.
 func keys(m map[int]*shape) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 func (s *session) Shutdown(context.Context) error {
