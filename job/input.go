@@ -1,0 +1,195 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
+)
+
+// locate names the input file and row of a row's error, a device's or the
+// dataset's, counted in the rows the run read after skipping those a
+// resume had done.
+func locate(err error, origins *dataset.Origins, skip int64) error {
+	var dev *device.RowError
+	var data *dataset.RowError
+	var row int64
+	var column string
+	switch {
+	case errors.As(err, &dev):
+		row, column = skip+dev.Row, dev.Column
+	case errors.As(err, &data):
+		row, column = skip+data.Row, data.Column
+	default:
+		return err
+	}
+	o, ok := origins.Locate(row)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("job: %s, column %q: %w", o, column, err)
+}
+
+// countedInput counts the rows its dataset yields.
+type countedInput struct {
+	ds   *dataset.Dataset
+	rows int64
+}
+
+// counted wraps ds to count every row it reads, number each in
+// rowColumn, and pass on those from row skip on. In tests, it fails a read.
+func (c *Config) counted(ds *dataset.Dataset, skip int64) *countedInput {
+	in := &countedInput{}
+	fields := append(ds.Schema().Fields(), arrow.Field{Name: rowColumn, Type: arrow.PrimitiveTypes.Int64})
+	schema := arrow.NewSchema(fields, nil)
+	in.ds = dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
+		in.rows = 0
+		i := 0
+		for rec, err := range ds.Records() {
+			if err == nil {
+				err = c.fail("read", i)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			first := in.rows
+			in.rows += rec.NumRows()
+			i++
+			if in.rows <= skip {
+				continue
+			}
+			numbered := withRows(c.Allocator, schema, rec, first, max(skip-first, 0))
+			ok := yield(numbered, nil)
+			numbered.Release()
+			if !ok {
+				return
+			}
+		}
+	})
+	return in
+}
+
+// withRows returns rows [from, n) of rec with rowColumn appended, the
+// record's first row being input row first.
+func withRows(mem memory.Allocator, schema *arrow.Schema, rec arrow.RecordBatch, first, from int64) arrow.RecordBatch {
+	n := rec.NumRows()
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Reserve(int(n - from))
+	for r := from; r < n; r++ {
+		b.UnsafeAppend(first + r)
+	}
+	rows := b.NewArray()
+	defer rows.Release()
+	cols := append(slices.Clone(rec.Columns()), rows)
+	if from == 0 {
+		return array.NewRecordBatch(schema, cols, n)
+	}
+	for i := range len(cols) - 1 {
+		cols[i] = array.NewSlice(cols[i], from, n)
+		defer cols[i].Release()
+	}
+	return array.NewRecordBatch(schema, cols, n-from)
+}
+
+// fail returns the test's injected failure for the nth event of phase.
+func (c *Config) fail(phase string, n int) error {
+	if c.inject == nil {
+		return nil
+	}
+	return c.inject(phase, n)
+}
+
+// dataset opens the input files, projected to the columns the job needs,
+// with the feature column as a tensor of InputSize values; origins learns
+// where each row comes from. It returns the rows the files declare (-1 if
+// unknown).
+func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
+	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
+		dataset.WithMaxMemory(c.MaxMemory), dataset.WithOrigins(origins)}
+	if c.badValue != nil {
+		opts = append(opts, dataset.WithCSVBadValues(c.badValue))
+	}
+	if c.CSVSample > 0 {
+		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
+	}
+	// Each input is opened once here, for its schema and row count, and
+	// again when it is read.
+	set, err := dataset.OpenFiles(files, opts...)
+	if err != nil {
+		return nil, 0, err
+	}
+	schema := set.Schema()
+	columns := slices.Clone(c.Keep)
+	var gathered []string
+	if len(c.Gather) > 0 {
+		for _, f := range schema.Fields() {
+			for _, pat := range c.Gather {
+				if ok, err := path.Match(pat, f.Name); err != nil {
+					return nil, 0, fmt.Errorf("%w: pattern %q: %v", ErrFeatures, pat, err)
+				} else if ok && !slices.Contains(gathered, f.Name) {
+					gathered = append(gathered, f.Name)
+				}
+			}
+		}
+		if len(gathered) == 0 {
+			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))
+		}
+		if len(gathered) != c.InputSize {
+			return nil, 0, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
+		}
+		columns = append(columns, gathered...)
+	} else {
+		if len(schema.FieldIndices(c.FeatureColumn)) == 0 {
+			return nil, 0, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, names(schema))
+		}
+		columns = append(columns, c.FeatureColumn)
+	}
+	for _, k := range c.Keep {
+		if len(schema.FieldIndices(k)) == 0 {
+			return nil, 0, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
+		}
+	}
+	ds, err := set.Dataset(compact(columns)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	ds = middle(ds, gathered)
+	if len(gathered) > 0 {
+		if ds, err = dataset.Gather(ds, c.Allocator, c.FeatureColumn, gathered...); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
+		}
+	}
+	ds, err = dataset.AsTensor(ds, c.FeatureColumn, c.InputSize)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
+	}
+	return ds, set.DeclaredRows(), nil
+}
+
+func compact(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func names(s *arrow.Schema) string {
+	n := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		n[i] = f.Name
+	}
+	return strings.Join(n, ", ")
+}

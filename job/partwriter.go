@@ -1,0 +1,155 @@
+package job
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+// partWriter cuts the prediction stream into parts of PartRows rows,
+// written in records of chunk rows counted from the part's start, so a
+// part's bytes do not depend on how the rows arrived. It drops rowColumn,
+// after noting the input rows each part covers.
+type partWriter struct {
+	inject func(phase string, n int) error // tests' failures
+	parts  *parts
+	mem    memory.Allocator
+	chunk  int
+	aside  *aside // SetAside mode, else nil
+	schema *arrow.Schema
+	cur    *sink.Writer
+	rows   int64 // rows in cur
+
+	pending     []arrow.RecordBatch // less than a chunk, waiting
+	pendingRows int
+	lastRow     int64 // input row of the last row written
+}
+
+func (w *partWriter) write(rec arrow.RecordBatch) error {
+	idx := rec.Schema().FieldIndices(rowColumn)[0]
+	if w.schema == nil {
+		fields := slices.Delete(slices.Clone(rec.Schema().Fields()), idx, idx+1)
+		w.schema = arrow.NewSchema(fields, nil)
+	}
+	for off := int64(0); off < rec.NumRows(); {
+		take := min(int64(w.chunk-w.pendingRows), rec.NumRows()-off)
+		w.pending = append(w.pending, rec.NewSlice(off, off+take))
+		w.pendingRows += int(take)
+		off += take
+		if w.pendingRows == w.chunk {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the pending rows as one record to the current part (made
+// if need be), and commits it when full.
+func (w *partWriter) flush() error {
+	pending := w.pending
+	w.pending, w.pendingRows = nil, 0
+	defer func() {
+		for _, r := range pending {
+			r.Release()
+		}
+	}()
+	if len(pending) == 0 {
+		return nil
+	}
+	var rec arrow.RecordBatch
+	for joined, err := range dataset.FromRecords(pending[0].Schema(), pending...).Batches(w.mem, w.chunk) {
+		if err != nil {
+			return err
+		}
+		joined.Retain()
+		rec = joined
+	}
+	defer rec.Release()
+	idx := rec.Schema().FieldIndices(rowColumn)[0]
+	rows := rec.Column(idx).(*array.Int64)
+	w.lastRow = rows.Value(rows.Len() - 1)
+	cols := slices.Delete(slices.Clone(rec.Columns()), idx, idx+1)
+	out := array.NewRecordBatch(w.schema, cols, rec.NumRows())
+	defer out.Release()
+	if w.cur == nil {
+		name := w.parts.partName(len(w.parts.m.Parts))
+		cur, err := sink.Create(filepath.Join(w.parts.dir, name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true))
+		if err != nil {
+			return err
+		}
+		w.cur, w.rows = cur, 0
+	}
+	if err := w.cur.Write(out); err != nil {
+		return err
+	}
+	w.rows += out.NumRows()
+	if w.rows == int64(w.parts.m.PartRows) {
+		return w.commit(w.lastRow + 1)
+	}
+	return nil
+}
+
+// commit makes the current part (if any) and its set-aside rows durable,
+// and lists them in the manifest: the part covers input rows up to inEnd.
+func (w *partWriter) commit(inEnd int64) error {
+	i := len(w.parts.m.Parts)
+	pt := part{InEnd: inEnd}
+	if w.aside != nil {
+		if rows := w.aside.take(inEnd); len(rows) > 0 {
+			pt.Aside, pt.AsideRows = asideName(i), int64(len(rows))
+			if err := w.aside.writePart(w.parts.dir, pt.Aside, rows); err != nil {
+				if w.cur != nil {
+					w.cur.Abort()
+					w.cur = nil
+				}
+				return err
+			}
+		}
+	}
+	if cur := w.cur; cur != nil {
+		w.cur = nil
+		if w.inject != nil {
+			if err := w.inject("part", i); err != nil {
+				cur.Abort()
+				return err
+			}
+		}
+		if err := cur.Commit(); err != nil {
+			return err
+		}
+		pt.File, pt.Rows = filepath.Base(cur.Path()), w.rows
+	}
+	if pt.File == "" && pt.Aside == "" {
+		return nil
+	}
+	return w.parts.add(pt)
+}
+
+// finish writes what is pending and commits the last, short part, which
+// covers every row read (inEnd).
+func (w *partWriter) finish(inEnd int64) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.commit(inEnd)
+}
+
+// abort discards the part being written and what is pending.
+func (w *partWriter) abort() {
+	for _, r := range w.pending {
+		r.Release()
+	}
+	w.pending, w.pendingRows = nil, 0
+	if w.cur != nil {
+		w.cur.Abort()
+		w.cur = nil
+	}
+}

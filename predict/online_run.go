@@ -1,0 +1,207 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/device"
+)
+
+// runWorker runs the batches it is given until the dispatcher stops.
+func (b *Batcher) runWorker(w *worker) {
+	for j := range b.work {
+		b.run(w, j)
+		b.free <- struct{}{} // buffered for every worker: never blocks
+	}
+}
+
+// run predicts one batch and hands each request its rows.
+func (b *Batcher) run(w *worker, j *job) {
+	c := &b.p.cfg
+	began := time.Now()
+	out, err := b.predict(w, j)
+	device := time.Since(began)
+	off := int64(0)
+	for _, s := range j.segs {
+		n := s.rows.NumRows()
+		s.rows.Release()
+		if err != nil {
+			b.mu.Lock()
+			b.dequeue(s.req)
+			b.mu.Unlock()
+			b.settle(s.req, nil, err)
+			continue
+		}
+		if n == out.NumRows() {
+			out.Retain() // the whole batch is this request's
+			b.deliver(s.req, s.off, out)
+		} else {
+			b.deliver(s.req, s.off, out.NewSlice(off, off+n))
+		}
+		off += n
+	}
+	if out != nil {
+		out.Release()
+	}
+	b.mu.Lock()
+	b.stats.batch(j, device)
+	b.mu.Unlock()
+	if err != nil {
+		c.logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
+	}
+}
+
+// predict pads the batch's rows and runs them through the worker's
+// sessions, hooks and passthrough columns.
+func (b *Batcher) predict(w *worker, j *job) (arrow.RecordBatch, error) {
+	recs := make([]arrow.RecordBatch, len(j.segs))
+	for i, s := range j.segs {
+		recs[i] = s.rows
+	}
+	var rows arrow.RecordBatch
+	if len(recs) == 1 {
+		rows = recs[0]
+		rows.Retain()
+	} else {
+		var err error
+		if rows, err = concatRecords(b.p.cfg.mem, recs); err != nil {
+			return nil, fmt.Errorf("predict: batch %d: %w", j.index, err)
+		}
+	}
+	rec, padding, err := b.padder.PadTo(rows, j.size)
+	rows.Release()
+	if err != nil {
+		return nil, inputError(j.index, err)
+	}
+	return w.step.run(b.base, device.Batch{Index: j.index, Record: rec, Padding: padding})
+}
+
+// shutdown shuts every session down once the workers have stopped.
+func (b *Batcher) shutdown() {
+	ctx := context.WithoutCancel(b.base)
+	var errs []error
+	for _, w := range b.workers {
+		errs = append(errs, w.devices.shutdown(ctx))
+	}
+	b.downErr = errors.Join(errs...)
+	b.padder.Release()
+	b.stop(ErrClosed)
+	b.p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "batcher closed", slog.Any("error", b.downErr), b.Stats().attr())
+	close(b.stopped)
+}
+
+// request is one caller's record on its way through the queue.
+type request struct {
+	// Owned by the Batcher's mutex.
+	rec     arrow.RecordBatch // retained while queued
+	rows    int
+	next    int  // rows handed to batches
+	queued  bool // in the queue (or taken out by a batch, partly)
+	arrived time.Time
+
+	// Owned by mu.
+	mu      sync.Mutex
+	pieces  []piece
+	got     int
+	settled bool
+	out     arrow.RecordBatch
+	err     error
+	done    chan struct{} // closed when settled
+}
+
+type piece struct {
+	off int
+	rec arrow.RecordBatch
+}
+
+// leave releases the request's record once it is out of the queue. The
+// Batcher's mutex is held.
+func (r *request) leave() {
+	r.queued = false
+	r.rec.Release()
+	r.rec = nil
+}
+
+// deliver hands r the predictions of its rows from off on. It owns rec.
+func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) {
+	r.mu.Lock()
+	if r.settled {
+		r.mu.Unlock()
+		rec.Release()
+		return
+	}
+	r.pieces = append(r.pieces, piece{off, rec})
+	r.got += int(rec.NumRows())
+	if r.got < r.rows {
+		r.mu.Unlock()
+		return
+	}
+	pieces := r.pieces
+	r.pieces = nil
+	r.mu.Unlock()
+	out, err := b.join(pieces)
+	b.settle(r, out, err)
+}
+
+// join puts a request's pieces together in row order. It owns them.
+func (b *Batcher) join(pieces []piece) (arrow.RecordBatch, error) {
+	if len(pieces) == 1 {
+		return pieces[0].rec, nil
+	}
+	slices.SortFunc(pieces, func(a, b piece) int { return a.off - b.off })
+	recs := pieceRecords(pieces)
+	defer releaseAll(recs)
+	out, err := concatRecords(b.p.cfg.mem, recs)
+	if err != nil {
+		return nil, fmt.Errorf("predict: join a request's batches: %w", err)
+	}
+	return out, nil
+}
+
+// settle gives r its outcome, once: it owns out. It reports whether this
+// call settled r.
+func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
+	r.mu.Lock()
+	if r.settled {
+		r.mu.Unlock()
+		if out != nil {
+			out.Release()
+		}
+		return false
+	}
+	r.settled = true
+	releaseAll(pieceRecords(r.pieces))
+	r.pieces = nil
+	r.out, r.err = out, err
+	close(r.done)
+	r.mu.Unlock()
+	b.mu.Lock()
+	if err == nil {
+		b.stats.answered(r, time.Since(r.arrived))
+	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		b.stats.Failures++
+	}
+	b.mu.Unlock()
+	return true
+}
+
+func pieceRecords(ps []piece) []arrow.RecordBatch {
+	recs := make([]arrow.RecordBatch, len(ps))
+	for i, p := range ps {
+		recs[i] = p.rec
+	}
+	return recs
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
