@@ -120,7 +120,8 @@ func (r *parquetReader) declared(mine func(int) bool) int64 {
 	}
 	return n
 }
-func (r *parquetReader) close()                { r.pf.Close() }
+
+func (r *parquetReader) close() { r.pf.Close() }
 
 func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 	return func(yield func(piece, error) bool) {
