@@ -14,6 +14,11 @@
 // through pqarrow, Arrow IPC files and streams, CSV; lists and globs read in
 // sorted order; column projection; sharding with [WithShard]), [Generate]
 // and [UniformTensors] (synthetic data) and [New] (any iterator).
+// [OpenFiles] opens the files once for their schema and declared rows and
+// gives a [FileSet] whose Dataset reads the columns chosen. [Skip] and
+// [Take] cut rows off either end; [Copy] writes a dataset's records to any
+// writer (a sink.Writer, Arrow's IPC and Parquet writers). Each format's
+// reader has a file of its own: parquet.go, ipc.go, csv.go.
 //
 // # Arrow module
 //
