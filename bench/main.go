@@ -68,6 +68,7 @@ type result struct {
 type config struct {
 	rows, batch int
 	replicas    int
+	sessions    int
 	workloads   []string
 	sources     []string
 	python      string
@@ -79,6 +80,7 @@ func main() {
 	rows := flag.Int("rows", 1_000_003, "rows per workload")
 	batch := flag.Int("batch", 256, "batch size")
 	replicas := flag.Int("replicas", 1, "replicas for the drainpipe runners")
+	sessions := flag.Int("sessions", 1, "session groups taking whole batches, for the drainpipe runners")
 	asJSON := flag.Bool("json", false, "print one JSON object per line instead of a table")
 	workloads := flag.String("workloads", "pipeline,mlp", "workloads to run")
 	sources := flag.String("sources", "memory,parquet", "input sources")
@@ -95,7 +97,7 @@ func main() {
 	dir, err := os.MkdirTemp("", "drainpipe-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	c := &config{rows: *rows, batch: *batch, replicas: *replicas, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
+	c := &config{rows: *rows, batch: *batch, replicas: *replicas, sessions: *sessions, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
 		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
 
 	var out []result
@@ -240,7 +242,7 @@ func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 }
 
 func (c *config) drainpipe(model device.Model, ds *dataset.Dataset) float64 {
-	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithAllocator(c.mem))
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithSessions(c.sessions), predict.WithAllocator(c.mem))
 	check(err)
 	start := time.Now()
 	n := 0

@@ -33,6 +33,10 @@ type SessionConfig struct {
 	BatchSizes []int
 	// Replica is this session's index among Replicas sessions.
 	Replica, Replicas int
+	// Sessions is how many groups of Replicas sessions run side by side,
+	// each on whole batches: a device whose work fans out over the cores
+	// should keep each session to one when Sessions or Replicas exceeds 1.
+	Sessions int
 	// Schema is the schema of every batch: the input's columns and the
 	// non-nullable bool column PaddingColumn.
 	Schema *arrow.Schema

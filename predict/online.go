@@ -106,7 +106,8 @@ func (p *Predictor) startBatcher(ctx context.Context, schema *arrow.Schema) (*Ba
 	b := &Batcher{p: p, schema: schema, padder: padder, keep: keep,
 		wake: make(chan struct{}, 1), free: make(chan struct{}, c.sessions),
 		work: make(chan *job, c.sessions), stopped: make(chan struct{})}
-	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
+	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Sessions: c.sessions,
+		Schema: padder.Schema(), Allocator: c.mem}
 	for range c.sessions {
 		devices, err := p.startReplicas(ctx, cfg)
 		if err != nil {

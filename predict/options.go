@@ -108,8 +108,13 @@ func WithSetAside(fn func(row arrow.RecordBatch, err error)) Option {
 }
 
 // WithSessions runs n groups of sessions (each of WithReplicas sessions)
-// side by side in a [Batcher] or [Predictor.Stream], each taking whole
-// batches: up to n batches run at once. The default is 1.
+// side by side, each taking whole batches: up to n batches run at once.
+// Predict and All give batch i to group i mod n and deliver the
+// predictions in input order; a Batcher or Predictor.Stream gives the next
+// batch to the next free group. Whole batches on single-threaded sessions
+// use the cores better than one session split into replicas (see
+// BENCHMARKS.md). Hooks are then called from n goroutines at once. The
+// default is 1.
 func WithSessions(n int) Option { return func(c *config) { c.sessions = n } }
 
 // WithMaxDelay sets how long a [Batcher] or [Predictor.Stream] lets the

@@ -181,16 +181,29 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 
 	st := Stats{}
 	began := time.Now()
-	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Schema: padder.Schema(), Allocator: c.mem}
-	devices, err := p.startReplicas(ctx, cfg)
+	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Sessions: c.sessions,
+		Schema: padder.Schema(), Allocator: c.mem}
+	groups, err := p.startGroups(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	steps := make([]*step, len(groups))
+	for i, g := range groups {
+		steps[i] = &step{p: p, padder: padder, devices: g, keep: keep, stats: &Stats{}}
+	}
 	log := c.logger
-	log.LogAttrs(ctx, slog.LevelInfo, "sessions started", slog.Int("batch_size", c.batchSize), slog.Int("replicas", c.replicas))
+	log.LogAttrs(ctx, slog.LevelInfo, "sessions started", slog.Int("batch_size", c.batchSize), slog.Int("replicas", c.replicas), slog.Int("sessions", c.sessions))
 	defer func() {
-		serr := devices.shutdown(ctx)
+		var errs []error
+		for _, g := range groups {
+			errs = append(errs, g.shutdown(ctx))
+		}
+		serr := errors.Join(errs...)
 		err = errors.Join(err, serr)
+		for _, s := range steps {
+			st.Rows, st.Batches, st.PaddedRows = st.Rows+s.stats.Rows, st.Batches+s.stats.Batches, st.PaddedRows+s.stats.PaddedRows
+			st.DeviceTime += s.stats.DeviceTime
+		}
 		st.Wall = time.Since(began)
 		log.LogAttrs(ctx, slog.LevelInfo, "sessions shut down", slog.Any("error", serr), st.attr())
 		if c.onStats != nil {
@@ -202,7 +215,10 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 	if c.prefetch > 0 {
 		input = prefetch(ctx, input, c.prefetch, release)
 	}
-	s := step{p: p, padder: padder, devices: devices, keep: keep, stats: &st}
+	if len(steps) > 1 {
+		return p.runSessions(ctx, input, steps, &st, emit)
+	}
+	s := steps[0]
 	waitFrom := time.Now()
 	for batch, err := range input {
 		st.InputWait += time.Since(waitFrom)
@@ -211,8 +227,7 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		}
 		rec, err := s.run(ctx, batch)
 		if err != nil {
-			// Every batch before the last is full: batch i starts at row i·n.
-			return shiftRow(err, int64(batch.Index)*int64(c.batchSize))
+			return p.atRunRow(err, batch.Index)
 		}
 		t := time.Now()
 		ok := emit(rec, batch.Index)
@@ -226,6 +241,12 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		waitFrom = time.Now()
 	}
 	return nil
+}
+
+// atRunRow moves a device's row error of batch index to the run's rows:
+// every batch before the last is full, so batch i starts at row i·n.
+func (p *Predictor) atRunRow(err error, index int) error {
+	return shiftRow(err, int64(index)*int64(p.cfg.batchSize))
 }
 
 func inputError(index int, err error) error {

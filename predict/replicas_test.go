@@ -24,9 +24,9 @@ func TestReplicasPrefetchBucketsExactlyOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for trial := range 120 {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		replicas := 1 + rng.IntN(4)
+		replicas, sessions := 1+rng.IntN(4), 1+rng.IntN(3)
 		size := replicas * (1 + rng.IntN(4))
-		opts := []predict.Option{predict.WithBatchSize(size), predict.WithReplicas(replicas),
+		opts := []predict.Option{predict.WithBatchSize(size), predict.WithReplicas(replicas), predict.WithSessions(sessions),
 			predict.WithPrefetch(rng.IntN(4)), predict.WithAllocator(mem)}
 		var buckets []int
 		if rng.IntN(2) == 0 {
@@ -50,9 +50,9 @@ func TestReplicasPrefetchBucketsExactlyOnce(t *testing.T) {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
 		if !slices.Equal(ys, doubled(f.total)) {
-			t.Fatalf("trial %d: sizes %v, batch %d, replicas %d, buckets %v: got %v", trial, sizes, size, replicas, buckets, ys)
+			t.Fatalf("trial %d: sizes %v, batch %d, replicas %d, sessions %d, buckets %v: got %v", trial, sizes, size, replicas, sessions, buckets, ys)
 		}
-		assertLifecycle(t, m, int32(replicas))
+		assertLifecycle(t, m, int32(replicas*sessions))
 		steps := (f.total + size - 1) / size
 		if got := int(m.Predicts.Load()); got != steps*replicas {
 			t.Fatalf("trial %d: %d Predict calls, want %d batches × %d replicas", trial, got, steps, replicas)
@@ -299,4 +299,53 @@ func TestSetAsidePoisonRows(t *testing.T) {
 	if _, err := drain(t, p.Predict(t.Context(), f.ds)); !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1") {
 		t.Fatalf("every row failing: %v", err)
 	}
+}
+
+// With several session groups taking whole batches, a failure arrives in
+// order, after the batches before it, and every session shuts down once;
+// cancelling stops every group.
+func TestSessionsFailInOrderAndCancel(t *testing.T) {
+	for _, how := range []string{"error", "panic"} {
+		t.Run(how, func(t *testing.T) {
+			mem := arrowtest.Allocator(t)
+			f := newFixture(t, mem, 100)
+			m := &fakedev.Model{Fail: how == "error", FailAt: 5, Panic: how == "panic", PanicAt: 5}
+			p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
+			ys, err := drain(t, p.Predict(t.Context(), f.ds))
+			want := fakedev.ErrInjected
+			if how == "panic" {
+				want = predict.ErrPanic
+			}
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), "batch 5") || !slices.Equal(ys, doubled(20)) {
+				t.Fatalf("%d rows before %v", len(ys), err)
+			}
+			assertLifecycle(t, m, 3)
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 200)
+		m := &fakedev.Model{}
+		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(2), predict.WithAllocator(mem))
+		ctx, cancel := context.WithCancel(t.Context())
+		ch := p.Predict(ctx, f.ds)
+		(<-ch).Record.Release()
+		synctest.Wait()
+		cancel()
+		for r := range ch {
+			r.Record.Release() // at most what was on its way
+		}
+		assertLifecycle(t, m, 2)
+		// The iterator form, left early.
+		n := 0
+		for _, err := range p.All(t.Context(), f.ds) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n++; n == 3 {
+				break
+			}
+		}
+		assertLifecycle(t, m, 4)
+	})
 }

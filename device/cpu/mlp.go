@@ -66,8 +66,9 @@ type MLP struct {
 	BLAS blas.Float32
 	// Serial keeps every matrix product on the session's goroutine instead
 	// of letting the BLAS fan out over all cores. Sessions that run as one
-	// of several replicas are always serial, so replicas do not fight over
-	// the cores.
+	// of several replicas or session groups are always serial, so they do
+	// not fight over the cores (OpenBLAS's own threads are set for the
+	// process: run such sessions with OPENBLAS_NUM_THREADS=1).
 	Serial bool
 	// AllowNonFinite predicts rows with NaN or infinite features instead of
 	// failing them with ErrNonFinite (their outputs are then NaN).

@@ -42,7 +42,7 @@ func (m *MLP) Start(_ context.Context, cfg device.SessionConfig) (device.Session
 	if width != 0 && width != m.InputSize() {
 		return nil, fmt.Errorf("cpu: feature column %q: %w: %d values per row, model input size %d", name, tensor.ErrWidth, width, m.InputSize())
 	}
-	s := &session{m: m, impl: m.blas(), serial: m.Serial || cfg.Replicas > 1, rows: cfg.BatchSize, col: idx[0], mem: cfg.Allocator, schema: m.OutputSchema()}
+	s := &session{m: m, impl: m.blas(), serial: m.Serial || cfg.Replicas > 1 || cfg.Sessions > 1, rows: cfg.BatchSize, col: idx[0], mem: cfg.Allocator, schema: m.OutputSchema()}
 	if s.mem == nil {
 		s.mem = memory.DefaultAllocator
 	}

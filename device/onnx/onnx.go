@@ -34,8 +34,9 @@ type Option func(*Model)
 // WithLibrary sets the path of the ONNX Runtime shared library.
 func WithLibrary(path string) Option { return func(m *Model) { m.library = path } }
 
-// WithIntraOpThreads sets ONNX Runtime's intra-op thread count per session
-// (0 leaves ONNX Runtime's default).
+// WithIntraOpThreads sets ONNX Runtime's intra-op thread count per
+// session. The default, 0, leaves ONNX Runtime's own choice for a lone
+// session and takes 1 when sessions or replicas run side by side.
 func WithIntraOpThreads(n int) Option { return func(m *Model) { m.threads = n } }
 
 // WithInput reads the model input named tensor from the Arrow column named

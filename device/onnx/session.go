@@ -100,8 +100,12 @@ func newSession(m *Model, cfg device.SessionConfig) (s *session, err error) {
 		return nil, fmt.Errorf("onnx: session options: %w", err)
 	}
 	defer opts.Destroy()
-	if m.threads > 0 {
-		if err := opts.SetIntraOpNumThreads(m.threads); err != nil {
+	threads := m.threads
+	if threads == 0 && (cfg.Sessions > 1 || cfg.Replicas > 1) {
+		threads = 1 // sessions side by side: one core each
+	}
+	if threads > 0 {
+		if err := opts.SetIntraOpNumThreads(threads); err != nil {
 			return nil, fmt.Errorf("onnx: intra-op threads: %w", err)
 		}
 	}
