@@ -171,7 +171,7 @@ func (c *config) run(workload, source string, emit func(result)) {
 	add("model-only", limit, "pre-made padded batches, in memory")
 	add("hand-loop", best(func() float64 { return c.handLoop(workload, model, source, recs) }), "")
 	if workload == "mlp" && source == "memory" {
-		if m, note := onnxModel(runtime.GOMAXPROCS(0)); m == nil {
+		if m, note := onnxModel(max(runtime.GOMAXPROCS(0)/c.sessions, 1)); m == nil {
 			add("onnx-drainpipe", 0, note)
 		} else {
 			// The ONNX runners have their own limit: the same session on the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/drainpipe/drainpipe/device"
@@ -19,6 +20,7 @@ type loadedModel struct {
 	inputSize int
 	feature   string // the feature column the model names, if any
 	id        string // content digest
+	sessions  int    // session groups that run it fastest
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads
@@ -41,5 +43,8 @@ func loadModel(path, column string) (*loadedModel, error) {
 	if column != "" {
 		m.Feature = column // --feature-column names the column the model reads
 	}
-	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil))}, nil
+	// One single-threaded session a core beat one session on both cores
+	// 1.5–1.7× (BENCHMARKS.md).
+	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil)),
+		sessions: runtime.GOMAXPROCS(0)}, nil
 }

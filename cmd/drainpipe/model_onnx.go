@@ -38,5 +38,5 @@ func loadONNX(path, column string) (*loadedModel, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	return &loadedModel{model: m, inputSize: width, feature: column, id: hex.EncodeToString(sum[:])}, nil
+	return &loadedModel{model: m, inputSize: width, feature: column, id: hex.EncodeToString(sum[:]), sessions: 1}, nil
 }
