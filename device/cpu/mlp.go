@@ -175,10 +175,7 @@ func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y
 		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 1, y, l.Out)
 	}
 	if l.Activation == ReLU {
-		y = y[:rows*l.Out]
-		for j, v := range y {
-			y[j] = max(v, 0) // branch-free: the signs are random
-		}
+		relu(y[:rows*l.Out]) // one pass over the batch
 		return
 	}
 	for r := range rows {
@@ -190,9 +187,7 @@ func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y
 func activate(a Activation, row []float32) {
 	switch a {
 	case ReLU:
-		for j, v := range row {
-			row[j] = max(v, 0)
-		}
+		relu(row)
 	case Tanh:
 		for j, v := range row {
 			row[j] = float32(math.Tanh(float64(v)))
@@ -204,35 +199,6 @@ func activate(a Activation, row []float32) {
 	case Softmax:
 		softmax(row)
 	}
-}
-
-// softmax replaces row by its softmax, stably.
-func softmax(row []float32) {
-	top := row[0]
-	for _, v := range row[1:] {
-		top = max(top, v)
-	}
-	var sum float64
-	for j, v := range row {
-		e := math.Exp(float64(v - top))
-		row[j] = float32(e)
-		sum += e
-	}
-	inv := float32(1 / sum)
-	for j := range row {
-		row[j] *= inv
-	}
-}
-
-// argmax returns the index of the largest value of row (the first on ties).
-func argmax(row []float32) int {
-	best := 0
-	for j, v := range row {
-		if v > row[best] {
-			best = j
-		}
-	}
-	return best
 }
 
 // Tiles small enough that gonum's Sgemm computes each one on the calling

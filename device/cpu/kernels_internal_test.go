@@ -1,0 +1,143 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/drainpipe/drainpipe/device"
+)
+
+func TestFirstNonFinite(t *testing.T) {
+	x := make([]float32, 100)
+	if i := firstNonFinite(x); i != -1 {
+		t.Fatalf("finite values: %d", i)
+	}
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		x[63] = float32(v)
+		if i := firstNonFinite(x); i != 63 {
+			t.Fatalf("%v at 63: %d", v, i)
+		}
+		x[63] = math.MaxFloat32
+	}
+}
+
+// BenchmarkFirstNonFinite scans one batch of 256 rows of 64 features, the
+// check every CPU batch pays.
+func BenchmarkFirstNonFinite(b *testing.B) {
+	x := make([]float32, 256*64)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	for b.Loop() {
+		if firstNonFinite(x) != -1 {
+			b.Fatal("found one")
+		}
+	}
+}
+
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for i := range 200_000 {
+		x := -87 + 87*float64(i)/200_000
+		got, want := float64(exp32(float32(x))), math.Exp(float64(float32(x)))
+		if rel := math.Abs(got-want) / want; rel > worst {
+			worst = rel
+		}
+	}
+	if worst > 3e-7 { // float32's epsilon is 1.19e-7
+		t.Fatalf("exp32 relative error up to %.3g", worst)
+	}
+	if exp32(-100) != 0 || exp32(0) != 1 {
+		t.Fatalf("exp32(-100) = %v, exp32(0) = %v", exp32(-100), exp32(0))
+	}
+}
+
+func TestRelu(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 100, 1000} {
+		y := make([]float32, n)
+		for i := range y {
+			y[i] = float32(rng.NormFloat64())
+		}
+		if n > 3 {
+			y[0], y[1], y[2] = float32(math.Copysign(0, -1)), float32(math.Inf(-1)), float32(math.Inf(1))
+		}
+		want := make([]float32, n)
+		for i, v := range y {
+			want[i] = max(v, 0)
+		}
+		relu(y)
+		for i := range y {
+			if y[i] != want[i] || math.Signbit(float64(y[i])) {
+				t.Fatalf("n=%d: relu[%d] = %v, want %v", n, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// benchMLP returns a session of the MLP 64-256-256-10 at batch 256 and a
+// batch of random features.
+func benchMLP(b *testing.B, serial bool) (*MLP, *session, []float32) {
+	m, err := NewMLP([]int{64, 256, 256, 10}, ReLU, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Serial = serial
+	schema := arrow.NewSchema([]arrow.Field{{Name: "features", Type: arrow.FixedSizeListOf(64, arrow.PrimitiveTypes.Float32)}}, nil)
+	s, err := m.Start(b.Context(), device.SessionConfig{BatchSize: 256, BatchSizes: []int{256}, Replicas: 1, Sessions: 1, Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := make([]float32, 256*64)
+	for i := range x {
+		x[i] = rand.Float32()*2 - 1
+	}
+	return m, s.(*session), x
+}
+
+// BenchmarkForward is the CPU device's forward step on one batch of 256;
+// BenchmarkBareGEMM is the same three matrix products alone, the bound the
+// element-wise passes and the output record are measured against.
+//
+//	OPENBLAS_NUM_THREADS=1 go test -tags openblas -run '^$' -bench 'Forward|BareGEMM' ./device/cpu
+func BenchmarkForward(b *testing.B) {
+	for _, serial := range []bool{false, true} {
+		b.Run(fmt.Sprintf("serial=%t", serial), func(b *testing.B) {
+			_, s, x := benchMLP(b, serial)
+			for b.Loop() {
+				s.forward(x, 256, 256).Release()
+			}
+			b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+func BenchmarkBareGEMM(b *testing.B) {
+	for _, serial := range []bool{false, true} {
+		b.Run(fmt.Sprintf("serial=%t", serial), func(b *testing.B) {
+			m, s, x := benchMLP(b, serial)
+			out := make([]float32, 256*10)
+			for b.Loop() {
+				in := x
+				for i, l := range m.Layers {
+					y := out
+					if i < len(s.hidden) {
+						y = s.hidden[i]
+					}
+					if serial {
+						serialGemm(s.impl, 256, l.Out, l.In, in, l.Weights, y)
+					} else {
+						s.impl.Sgemm(blas.NoTrans, blas.NoTrans, 256, l.Out, l.In, 1, in, l.In, l.Weights, l.Out, 0, y, l.Out)
+					}
+					in = y
+				}
+			}
+			b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
