@@ -23,10 +23,10 @@ import (
 
 var (
 	// ErrOutputExists reports an output that exists, without Overwrite.
-	ErrOutputExists = errors.New("job: output exists (use overwrite to replace it)")
+	ErrOutputExists = errors.New("job: output exists")
 	// ErrInterrupted reports the parts of an interrupted run, without
 	// Resume or Overwrite.
-	ErrInterrupted = errors.New("job: an interrupted run left its parts (resume to continue it, or overwrite to start over)")
+	ErrInterrupted = errors.New("job: an interrupted run left its parts")
 	// ErrChanged reports a resume whose inputs, model or settings differ
 	// from the interrupted run's.
 	ErrChanged = errors.New("job: inputs, model or settings changed since the interrupted run")
@@ -110,6 +110,8 @@ type Summary struct {
 	Rows          int64         `json:"rows"`
 	RowsIn        int64         `json:"rows_in"`
 	RowsSetAside  int64         `json:"rows_set_aside"`
+	// AlreadyComplete reports a resume of a job whose output was complete.
+	AlreadyComplete bool `json:"already_complete,omitempty"`
 	ResumedRows   int64         `json:"resumed_rows"`
 	Batches       int64         `json:"batches"`
 	PaddedRows    int64         `json:"padded_rows"`

@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		// A run killed after its output was complete: resuming it only
 		// tidies up.
 		rows, _ := finished(r.layout, r.fingerprint)
-		return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, Wall: time.Since(r.began)}, nil
+		return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, AlreadyComplete: true, Wall: time.Since(r.began)}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ usage:
   drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
   drainpipe inspect FILE                                           schema, rows, row groups
   drainpipe demo                                                   a full job on synthetic data
+  drainpipe version                                                the build: module, Go, Arrow, tags
 
 Run 'drainpipe COMMAND --help' for a command's flags.
 `
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return inspectCmd(args[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(ctx, args[1:], stdout, stderr)
+	case "version":
+		return versionCmd(stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return flag.ErrHelp

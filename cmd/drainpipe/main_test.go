@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -366,5 +367,73 @@ func TestSetAsideCLI(t *testing.T) {
 	stdout, _, err = drainpipe("inspect", aside)
 	if err != nil || !strings.Contains(stdout, "rows: 2") || !strings.Contains(stdout, "reason") {
 		t.Fatalf("inspect %s: %v\n%s", aside, err, stdout)
+	}
+}
+
+// The newcomer's rough edges: version; inspect without metadata noise, a
+// summary of many row groups, JSON; a finished job resumed says so; flags
+// named as typed; --keep of a --features column.
+func TestCLIEdges(t *testing.T) {
+	stdout, _, err := drainpipe("version")
+	if err != nil || !strings.Contains(stdout, "drainpipe ") || !strings.Contains(stdout, "go: go1.") || !strings.Contains(stdout, "arrow: github.com/apache/arrow-go/v18") {
+		t.Fatalf("version: %v\n%s", err, stdout)
+	}
+
+	dir := fixture(t, 3000, 8, 4)
+	folder := filepath.Join(dir, "folder") + "/"
+	if _, stderr, err := drainpipe(predictArgs(dir, folder)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	stdout, _, err = drainpipe(predictArgs(dir, folder, "--resume")...)
+	if err != nil || !strings.Contains(stdout, "is complete already (rows=3000)") {
+		t.Fatalf("resuming a finished job: %v\n%s", err, stdout)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	if _, stderr, err := drainpipe(predictArgs(dir, out)...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	_, stderr, err := drainpipe(predictArgs(dir, out)...)
+	if err == nil || !strings.Contains(stderr, "output exists") || !strings.Contains(stderr, "--overwrite replaces it") {
+		t.Fatalf("existing output: %v %q", err, stderr)
+	}
+
+	many := filepath.Join(dir, "many.parquet")
+	w, err := sink.Create(many, dataset.TensorSchema(8), sink.WithRowGroupRows(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Copy(w, dataset.UniformTensors(memory.NewGoAllocator(), 3000, 8, 1000, 1).Records()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err = drainpipe("inspect", many)
+	if err != nil || !strings.Contains(stdout, "row groups: 30 (100 rows") || strings.Contains(stdout, "row group 29") ||
+		strings.Contains(stdout, "PARQUET:") || !strings.Contains(stdout, "features: fixed_size_list") {
+		t.Fatalf("inspect:\n%s", stdout)
+	}
+	stdout, _, _ = drainpipe("inspect", "--row-groups", many)
+	if !strings.Contains(stdout, "row group 29: 100 rows") {
+		t.Fatalf("inspect --row-groups:\n%s", stdout)
+	}
+	stdout, _, err = drainpipe("inspect", "--json", many)
+	var doc struct {
+		Rows      int64 `json:"rows"`
+		RowGroups struct {
+			Count int `json:"count"`
+		} `json:"row_groups"`
+		Fields []struct{ Name string } `json:"fields"`
+	}
+	if err != nil || json.Unmarshal([]byte(stdout), &doc) != nil || doc.Rows != 3000 || doc.RowGroups.Count != 30 || len(doc.Fields) != 2 {
+		t.Fatalf("inspect --json: %v\n%s", err, stdout)
+	}
+
+	csv := filepath.Join(dir, "in.csv")
+	os.WriteFile(csv, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n"), 0o644)
+	_, stderr, err = drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", csv, "--output", filepath.Join(dir, "c.parquet"),
+		"--features", "f*", "--keep", "f0")
+	if err == nil || !strings.Contains(stderr, `--keep f0 matches --features "f*"`) {
+		t.Fatalf("--keep of a feature: %v %q", err, stderr)
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +65,13 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *output == "":
 		return fmt.Errorf("predict: --output is required")
 	}
+	for _, k := range keep {
+		for _, pat := range features {
+			if ok, _ := path.Match(pat, k); ok {
+				return fmt.Errorf("predict: --keep %s matches --features %q: a column goes into the feature tensor or beside the predictions, not both", k, pat)
+			}
+		}
+	}
 	shard, err := dataset.ParseShard(*shardSpec)
 	if err != nil {
 		return err
@@ -97,7 +106,12 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if prog != nil {
 		prog.finish()
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, job.ErrInterrupted):
+		return fmt.Errorf("%w: run again with --resume to continue it, or --overwrite to start over", err)
+	case errors.Is(err, job.ErrOutputExists):
+		return fmt.Errorf("%w: --overwrite replaces it", err)
+	case err != nil:
 		return err
 	}
 	printSummary(stdout, sum)
@@ -108,6 +122,10 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func printSummary(w io.Writer, s *job.Summary) {
+	if s.AlreadyComplete {
+		fmt.Fprintf(w, "%s is complete already (rows=%d): nothing to do\n", s.Output, s.Rows)
+		return
+	}
 	fmt.Fprintf(w, "wrote %s: rows=%d batches=%d padded=%d wall=%s rows/s=%.0f",
 		s.Output, s.Rows, s.Batches, s.PaddedRows, s.Wall.Round(time.Millisecond), s.RowsPerSecond)
 	if s.RowsSetAside > 0 {

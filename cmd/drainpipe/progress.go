@@ -11,7 +11,8 @@ import (
 )
 
 // progress shows a job's progress: a bar on a terminal, else a log line
-// every few seconds.
+// every second for the first ten, then every ten seconds, so a short job
+// shows some and a long one does not flood its log.
 type progress struct {
 	w     io.Writer
 	bar   *progressbar.ProgressBar
@@ -46,7 +47,11 @@ func (p *progress) update(done, total int64) {
 		p.bar.Set64(done)
 		return
 	}
-	if time.Since(p.last) < 5*time.Second {
+	every := time.Second
+	if time.Since(p.start) > 10*time.Second {
+		every = 10 * time.Second
+	}
+	if time.Since(p.last) < every {
 		return
 	}
 	p.last = time.Now()
