@@ -107,18 +107,18 @@ type Config struct {
 type Summary struct {
 	Output string `json:"output"`
 	// Rows is the rows written: one per input row, RowsIn in all.
-	Rows          int64         `json:"rows"`
-	RowsIn        int64         `json:"rows_in"`
-	RowsSetAside  int64         `json:"rows_set_aside"`
+	Rows         int64 `json:"rows"`
+	RowsIn       int64 `json:"rows_in"`
+	RowsSetAside int64 `json:"rows_set_aside"`
 	// AlreadyComplete reports a resume of a job whose output was complete.
-	AlreadyComplete bool `json:"already_complete,omitempty"`
-	ResumedRows   int64         `json:"resumed_rows"`
-	Batches       int64         `json:"batches"`
-	PaddedRows    int64         `json:"padded_rows"`
-	Parts         int           `json:"parts"`
-	Wall          time.Duration `json:"wall_ns"`
-	RowsPerSecond float64       `json:"rows_per_second"`
-	Stats         predict.Stats `json:"-"`
+	AlreadyComplete bool          `json:"already_complete,omitempty"`
+	ResumedRows     int64         `json:"resumed_rows"`
+	Batches         int64         `json:"batches"`
+	PaddedRows      int64         `json:"padded_rows"`
+	Parts           int           `json:"parts"`
+	Wall            time.Duration `json:"wall_ns"`
+	RowsPerSecond   float64       `json:"rows_per_second"`
+	Stats           predict.Stats `json:"-"`
 }
 
 func (c *Config) defaults() error {
