@@ -178,8 +178,8 @@ func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 		r.close()
 		if set.schema == nil {
 			set.schema = s
-		} else if !s.Equal(set.schema) {
-			return nil, fmt.Errorf("%w: %s: schema %s, %s has %s", ErrSchemaMismatch, p, s, paths[0], set.schema)
+		} else if set.schema, err = unify(set.schema, s); err != nil {
+			return nil, fmt.Errorf("%w: %s and %s: %v", ErrSchemaMismatch, paths[0], p, err)
 		}
 		switch {
 		case n < 0 || set.rows < 0:
@@ -213,14 +213,51 @@ func (s *FileSet) Dataset(columns ...string) (*Dataset, error) {
 		return nil, fmt.Errorf("dataset: %s: %w", s.paths[0], err)
 	}
 	paths := s.paths
+	// Files that differ only in nullability give records of their own
+	// schema; they are relabelled with the set's, zero-copy.
+	relabel := func(yield func(arrow.RecordBatch, error) bool) func(arrow.RecordBatch, error) bool {
+		return func(rec arrow.RecordBatch, err error) bool {
+			if err != nil || rec.Schema() == schema || rec.Schema().Equal(schema) {
+				return yield(rec, err)
+			}
+			same := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+			defer same.Release()
+			return yield(same, nil)
+		}
+	}
 	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		c.origins.reset()
 		for f, p := range paths {
-			if !c.readFile(f, len(paths), p, yield) {
+			if !c.readFile(f, len(paths), p, relabel(yield)) {
 				return
 			}
 		}
 	}), nil
+}
+
+// unify returns the schema of files of schemas a and b: a, with a field
+// nullable where either is. Any other difference is an error naming the
+// first differing field.
+func unify(a, b *arrow.Schema) (*arrow.Schema, error) {
+	if a.Equal(b) {
+		return a, nil
+	}
+	if a.NumFields() != b.NumFields() {
+		return nil, fmt.Errorf("%d fields against %d (%s; %s)", a.NumFields(), b.NumFields(), fieldNames(a), fieldNames(b))
+	}
+	fields := a.Fields()
+	for i, fa := range fields {
+		fb := b.Field(i)
+		switch {
+		case fa.Name != fb.Name:
+			return nil, fmt.Errorf("field %d is %q against %q", i, fa.Name, fb.Name)
+		case !arrow.TypeEqual(fa.Type, fb.Type):
+			return nil, fmt.Errorf("field %q is %s against %s", fa.Name, fa.Type, fb.Type)
+		}
+		fields[i].Nullable = fa.Nullable || fb.Nullable
+	}
+	md := a.Metadata()
+	return arrow.NewSchema(fields, &md), nil
 }
 
 // Files returns a dataset over the files the patterns name, read in sorted

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -449,5 +450,44 @@ func TestFilesMixedFormats(t *testing.T) {
 	_, err := dataset.Files([]string{filepath.Join(dir, "*")})
 	if !errors.Is(err, dataset.ErrFormat) || !strings.Contains(err.Error(), "b.csv is csv") {
 		t.Fatalf("mixed formats: %v", err)
+	}
+}
+
+// Files that differ only in nullability read as one dataset; any other
+// difference names the first differing field and both files, on one line.
+func TestFilesSchemaDifferences(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	dir := t.TempDir()
+	write := func(name string, schema *arrow.Schema, start int) {
+		t.Helper()
+		rec := arrowtest.IDs(mem, start, 5)
+		defer rec.Release()
+		relabelled := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+		defer relabelled.Release()
+		w, err := sink.Create(filepath.Join(dir, name), schema, sink.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(relabelled); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.parquet", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), 0)
+	write("b.parquet", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil), 5)
+	ds, err := dataset.Files([]string{filepath.Join(dir, "*.parquet")}, dataset.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, ds); !slices.Equal(got, seq(10)) || !ds.Schema().Field(0).Nullable {
+		t.Fatalf("ids %v, schema %s", got, ds.Schema())
+	}
+	write("c.parquet", arrow.NewSchema([]arrow.Field{{Name: "key", Type: arrow.PrimitiveTypes.Int64}}, nil), 10)
+	_, err = dataset.Files([]string{filepath.Join(dir, "*.parquet")}, dataset.WithAllocator(mem))
+	if !errors.Is(err, dataset.ErrSchemaMismatch) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), `a.parquet and `) || !strings.Contains(err.Error(), `c.parquet: field 0 is "id" against "key"`) {
+		t.Fatalf("a renamed field: %v", err)
 	}
 }
