@@ -212,8 +212,46 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 				return errFinished
 			}
 		}
+		if !l.folder && writtenBy(c.Output) == fingerprint {
+			return errFinished
+		}
 	}
 	return fmt.Errorf("%w: %s", ErrOutputExists, c.Output)
+}
+
+// jobKey is the output file's schema metadata key naming the job (its
+// fingerprint) that wrote it.
+const jobKey = "drainpipe:job"
+
+// writtenBy returns the fingerprint of the job that wrote the output file,
+// or "" if it cannot tell.
+func writtenBy(output string) string {
+	set, err := dataset.OpenFiles([]string{output})
+	if err != nil {
+		return ""
+	}
+	md := set.Schema().Metadata()
+	if i := md.FindKey(jobKey); i >= 0 {
+		return md.Values()[i]
+	}
+	return ""
+}
+
+// outputRows returns the rows of a complete output file.
+func outputRows(output string) int64 {
+	set, err := dataset.OpenFiles([]string{output})
+	if err != nil {
+		return 0
+	}
+	if n := set.DeclaredRows(); n >= 0 {
+		return n
+	}
+	ds, err := set.Dataset()
+	if err != nil {
+		return 0
+	}
+	n, _ := ds.Count()
+	return n
 }
 
 // outputSchema is the schema of an empty job's output: the kept columns

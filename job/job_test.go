@@ -191,9 +191,17 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	if _, err := os.Stat(out + ".parts"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("parts left")
 	}
-	// Without the parts, an existing output is not this job's to touch.
-	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrOutputExists) {
-		t.Fatalf("err %v", err)
+	// Without the parts, the output names the job that wrote it: resuming
+	// says it is complete and touches nothing.
+	sum, err = job.Run(t.Context(), cfg)
+	if got, _ := os.ReadFile(out); err != nil || !sum.AlreadyComplete || sum.Rows != 500 || !bytes.Equal(got, want) {
+		t.Fatalf("resuming a complete job: %+v, %v", sum, err)
+	}
+	// An output another job wrote is not this one's to touch.
+	other := config(mem, input, out, m)
+	other.BatchSize, other.Resume = 64, true
+	if _, err := job.Run(t.Context(), other); !errors.Is(err, job.ErrOutputExists) {
+		t.Fatalf("another job's output: %v", err)
 	}
 }
 

@@ -271,7 +271,11 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	if err != nil {
 		return err
 	}
-	w, err := sink.Create(output, ds.Schema(), sink.WithOverwrite(overwrite), sink.WithAllocator(mem))
+	// The output names the job that wrote it, so a resume of a complete job
+	// can tell, once the parts are gone.
+	md := arrow.NewMetadata([]string{jobKey}, []string{p.m.Fingerprint})
+	schema := arrow.NewSchema(ds.Schema().Fields(), &md)
+	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem))
 	if err != nil {
 		return err
 	}

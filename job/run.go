@@ -36,7 +36,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if errors.Is(err, errFinished) {
 		// A run killed after its output was complete: resuming it only
 		// tidies up.
-		rows, _ := finished(r.layout, r.fingerprint)
+		rows, ok := finished(r.layout, r.fingerprint)
+		if !ok {
+			rows = outputRows(cfg.Output) // the parts were gone: the output names its job
+		}
 		return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, AlreadyComplete: true, Wall: time.Since(r.began)}, nil
 	}
 	if err != nil {

@@ -392,6 +392,10 @@ func TestCLIEdges(t *testing.T) {
 	if _, stderr, err := drainpipe(predictArgs(dir, out)...); err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
+	stdout, _, err = drainpipe(predictArgs(dir, out, "--resume")...)
+	if err != nil || !strings.Contains(stdout, "is complete already (rows=3000)") {
+		t.Fatalf("resuming a finished job with a file output: %v\n%s", err, stdout)
+	}
 	_, stderr, err := drainpipe(predictArgs(dir, out)...)
 	if err == nil || !strings.Contains(stderr, "output exists") || !strings.Contains(stderr, "--overwrite replaces it") {
 		t.Fatalf("existing output: %v %q", err, stderr)
