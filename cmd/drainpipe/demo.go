@@ -16,6 +16,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -23,53 +24,32 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 100_003, "rows of synthetic data")
-	keepDir := fs.Bool("keep-dir", false, "keep the temporary folder")
+	dir := fs.String("dir", "drainpipe-demo", "the folder for the data, the model and the predictions; kept, and reused by the next run")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a temporary folder, then runs a full predict job on them.")
+		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a folder, runs a full predict job on them, and prints\nthe commands to try next. A second run reuses the folder.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "drainpipe-demo-")
-	if err != nil {
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	if !*keepDir {
-		defer os.RemoveAll(dir)
-	}
-	mem := memory.DefaultAllocator
-
-	// Four Parquet files of synthetic rows.
 	const width, files = 64, 4
-	all := dataset.UniformTensors(mem, *rows, width, 8192, 1)
-	per := (*rows + files - 1) / files
-	for f := range files {
-		w, err := sink.Create(filepath.Join(dir, fmt.Sprintf("data-%d.parquet", f)), all.Schema())
-		if err != nil {
+	modelPath := filepath.Join(*dir, "model.dpmlp")
+	input := filepath.Join(*dir, "data-*.parquet")
+	output := filepath.Join(*dir, "predictions.parquet")
+	if n, err := dataset.FilesRows([]string{input}); err == nil && n == int64(*rows) {
+		fmt.Fprintf(stdout, "demo folder: %s (reused)\n", *dir)
+	} else {
+		if err := writeDemo(*dir, *rows, width, files); err != nil {
 			return err
 		}
-		part := dataset.Take(dataset.Skip(all, int64(f*per)), int64(per))
-		if _, err := dataset.Copy(w, part.Records()); err != nil {
-			w.Abort()
-			return err
-		}
-		if err := w.Commit(); err != nil {
-			return err
-		}
+		os.Remove(output) // the predictions of other data
+		fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..%d}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", *dir, files-1, *rows, width)
 	}
-	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(7, 7)))
-	if err != nil {
-		return err
-	}
-	modelPath := filepath.Join(dir, "model.dpmlp")
-	if err := model.SaveFile(modelPath); err != nil {
-		return err
-	}
-	output := filepath.Join(dir, "predictions.parquet")
-	fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..3}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", dir, *rows, width)
-	fmt.Fprintf(stdout, "running: drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id\n",
-		modelPath, filepath.Join(dir, "data-*.parquet"), output)
+	predictCmdLine := fmt.Sprintf("drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id", modelPath, input, output)
+	fmt.Fprintf(stdout, "running: %s --resume\n", predictCmdLine)
 
 	m, err := loadModel(modelPath, "")
 	if err != nil {
@@ -77,8 +57,9 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	prog := newProgress(stderr)
 	sum, err := job.Run(ctx, job.Config{
-		Inputs: []string{filepath.Join(dir, "data-*.parquet")}, Output: output,
+		Inputs: []string{input}, Output: output, Resume: true,
 		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,
+		Predict:  []predict.Option{predict.WithSessions(m.sessions)},
 		Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	prog.finish()
@@ -102,5 +83,33 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		break
 	}
+	fmt.Fprintf(stdout, "next:\n  drainpipe inspect %s\n  %s --resume\n  drainpipe predict --model %s --input '%s' --output %s --keep id\n",
+		output, predictCmdLine, modelPath, input, filepath.Join(*dir, "predictions")+string(filepath.Separator))
 	return nil
+}
+
+// writeDemo writes the demo's data files and model into dir.
+func writeDemo(dir string, rows, width, files int) error {
+	mem := memory.DefaultAllocator
+	all := dataset.UniformTensors(mem, rows, width, 8192, 1)
+	per := (rows + files - 1) / files
+	for f := range files {
+		w, err := sink.Create(filepath.Join(dir, fmt.Sprintf("data-%d.parquet", f)), all.Schema(), sink.WithOverwrite(true))
+		if err != nil {
+			return err
+		}
+		part := dataset.Take(dataset.Skip(all, int64(f*per)), int64(per))
+		if _, err := dataset.Copy(w, part.Records()); err != nil {
+			w.Abort()
+			return err
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+	}
+	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(7, 7)))
+	if err != nil {
+		return err
+	}
+	return model.SaveFile(filepath.Join(dir, "model.dpmlp"))
 }

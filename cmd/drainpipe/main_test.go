@@ -329,13 +329,40 @@ func TestPredictInspectOverwriteAndStats(t *testing.T) {
 	}
 }
 
+// The demo keeps its folder, reuses it on the next run, and ends with
+// commands to paste next: each of them works.
 func TestDemo(t *testing.T) {
-	stdout, stderr, err := drainpipe("demo", "--rows", "5000")
+	dir := filepath.Join(t.TempDir(), "demo")
+	stdout, stderr, err := drainpipe("demo", "--rows", "5000", "--dir", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	if !strings.Contains(stdout, "rows=5000 batches=20 padded=120") || !strings.Contains(stdout, "first predictions") {
 		t.Fatalf("demo output:\n%s", stdout)
+	}
+	stdout, stderr, err = drainpipe("demo", "--rows", "5000", "--dir", dir)
+	if err != nil || !strings.Contains(stdout, "(reused)") || !strings.Contains(stdout, "complete already (rows=5000)") {
+		t.Fatalf("second demo: %v\n%s\n%s", err, stdout, stderr)
+	}
+	_, next, ok := strings.Cut(stdout, "next:\n")
+	if !ok {
+		t.Fatalf("no next commands:\n%s", stdout)
+	}
+	commands := strings.Split(strings.TrimSpace(next), "\n")
+	if len(commands) != 3 {
+		t.Fatalf("next commands:\n%s", next)
+	}
+	for _, line := range commands {
+		args := strings.Fields(strings.TrimSpace(line))
+		if args[0] != "drainpipe" {
+			t.Fatalf("not a drainpipe command: %q", line)
+		}
+		for i, a := range args {
+			args[i] = strings.Trim(a, "'") // as a shell would pass it
+		}
+		if out, stderr, err := drainpipe(args[1:]...); err != nil {
+			t.Fatalf("%s: %v\n%s%s", line, err, out, stderr)
+		}
 	}
 }
 
