@@ -415,3 +415,32 @@ func TestBadLabels(t *testing.T) {
 		t.Errorf("a column the model does not write: err %v", err)
 	}
 }
+
+// The ROC curve runs from (0, 0) to (1, 1) through (0, 1) when every
+// positive scores above every negative.
+func TestROCCurve(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	roc := eval.ROCAUC()
+	_, err := eval.Evaluate(t.Context(), classifier{2}, labelledDataset(mem, 40, 2), "label", []eval.Metric{roc}, predict.WithBatchSize(8), predict.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpr, tpr := roc.Curve()
+	n := len(fpr)
+	if n < 2 || fpr[0] != 0 || tpr[0] != 0 || fpr[n-1] != 1 || tpr[n-1] != 1 {
+		t.Fatalf("curve ends: (%v, %v) … (%v, %v)", fpr[0], tpr[0], fpr[n-1], tpr[n-1])
+	}
+	for i := 1; i < n; i++ {
+		if fpr[i] < fpr[i-1] || tpr[i] < tpr[i-1] {
+			t.Fatalf("not monotone at %d", i)
+		}
+	}
+	// The area under the steps equals the metric's AUC (no ties here).
+	var area float64
+	for i := 1; i < n; i++ {
+		area += (fpr[i] - fpr[i-1]) * (tpr[i] + tpr[i-1]) / 2
+	}
+	if !closeTo(area, roc.Value()) {
+		t.Fatalf("area %v, AUC %v", area, roc.Value())
+	}
+}

@@ -120,6 +120,40 @@ func (m *ROCAUCMetric) Value() float64 {
 	return (rankSum - pos*(pos+1)/2) / (pos * neg)
 }
 
+// Curve returns the ROC curve: the false and true positive rates at every
+// distinct score taken as the threshold, from (0, 0) to (1, 1).
+func (m *ROCAUCMetric) Curve() (fpr, tpr []float64) {
+	order := make([]int, len(m.scores))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return m.scores[order[a]] > m.scores[order[b]] })
+	var pos, neg float64
+	for _, l := range m.labels {
+		if l {
+			pos++
+		} else {
+			neg++
+		}
+	}
+	fpr, tpr = []float64{0}, []float64{0}
+	var tp, fp float64
+	for i := 0; i < len(order); {
+		j := i
+		for j < len(order) && m.scores[order[j]] == m.scores[order[i]] {
+			if m.labels[order[j]] {
+				tp++
+			} else {
+				fp++
+			}
+			j++
+		}
+		fpr, tpr = append(fpr, ratio(fp, neg)), append(tpr, ratio(tp, pos))
+		i = j
+	}
+	return fpr, tpr
+}
+
 func (m *ROCAUCMetric) Reset() {
 	m.scores = m.scores[:0]
 	m.labels = m.labels[:0]

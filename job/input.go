@@ -196,3 +196,18 @@ func names(s *arrow.Schema) string {
 	}
 	return strings.Join(n, ", ")
 }
+
+// OpenInput opens cfg's inputs as a job reads them, for another use of the
+// same files (evaluation, say): the Keep columns and the feature tensor of
+// InputSize values, gathered if Gather is set.
+func OpenInput(cfg Config) (*dataset.Dataset, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	files, err := dataset.Expand(cfg.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	ds, _, err := cfg.dataset(files, &dataset.Origins{}, func(read *dataset.Dataset, _ []string) *dataset.Dataset { return read })
+	return ds, err
+}

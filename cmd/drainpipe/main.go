@@ -24,6 +24,7 @@ const usage = `drainpipe: batch inference over Arrow data
 
 usage:
   drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
+  drainpipe eval --model M --input FILES --label COLUMN            exact metrics, a table, JSON, plots
   drainpipe inspect FILE                                           schema, rows, row groups
   drainpipe demo                                                   a full job on synthetic data
   drainpipe version                                                the build: module, Go, Arrow, tags
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return demoCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		return versionCmd(stdout)
+	case "eval":
+		return evalCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return flag.ErrHelp

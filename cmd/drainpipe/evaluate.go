@@ -1,0 +1,201 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/eval"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// evalReport is what eval prints, and writes with --json.
+type evalReport struct {
+	Model     string             `json:"model"`
+	Label     string             `json:"label"`
+	Rows      int64              `json:"rows"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Confusion [][]int64          `json:"confusion,omitempty"` // row = label, column = predicted class
+}
+
+func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var inputs, features listFlag
+	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
+	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
+	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool)")
+	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
+	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
+	batch := fs.Int("batch-size", 256, "rows per device batch")
+	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
+	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
+	shardSpec := fs.String("shard", "0/1", "evaluate shard i of n (i/n)")
+	jsonPath := fs.String("json", "", "also write the report to this JSON file")
+	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: drainpipe eval --model M --input FILES --label COLUMN [flags]\n\nExact metrics of a classifier over every row, however the rows fall into batches.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *modelPath == "":
+		return fmt.Errorf("eval: --model is required")
+	case len(inputs) == 0:
+		return fmt.Errorf("eval: --input is required")
+	case *label == "":
+		return fmt.Errorf("eval: --label is required")
+	}
+	shard, err := dataset.ParseShard(*shardSpec)
+	if err != nil {
+		return err
+	}
+	m, err := loadModel(*modelPath, *featureCol)
+	if err != nil {
+		return err
+	}
+	column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
+	ds, err := job.OpenInput(job.Config{Inputs: inputs, Output: "unused.parquet", Model: m.model, InputSize: m.inputSize,
+		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard})
+	if err != nil {
+		return err
+	}
+	k, err := classes(m.model)
+	if err != nil {
+		return err
+	}
+	conf := eval.ConfusionMatrix(k)
+	roc := eval.ROCAUC()
+	top := &topProbability{}
+	metrics := []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, k), eval.Recall(eval.Macro, k), eval.F1(eval.Macro, k), eval.LogLoss(), conf, top}
+	if k == 2 {
+		metrics = append(metrics, eval.Precision(eval.Binary, 2), eval.Recall(eval.Binary, 2), eval.F1(eval.Binary, 2), roc)
+	}
+	report, err := eval.Evaluate(ctx, m.model, ds, *label, metrics,
+		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)))
+	if err != nil {
+		return err
+	}
+	delete(report.Values, top.Name())
+	delete(report.Values, conf.Name()) // the accuracy again
+	out := evalReport{Model: *modelPath, Label: *label, Rows: report.Rows, Metrics: report.Values}
+	for l := range k {
+		row := make([]int64, k)
+		for p := range k {
+			row[p] = conf.Count(l, p)
+		}
+		out.Confusion = append(out.Confusion, row)
+	}
+	printEval(stdout, out)
+	if *jsonPath != "" {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+	}
+	if *plotDir != "" {
+		if err := os.MkdirAll(*plotDir, 0o755); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		paths, err := drawEval(*plotDir, out, roc, top.values, k)
+		if err != nil {
+			return fmt.Errorf("eval: plot: %w", err)
+		}
+		for _, p := range paths {
+			fmt.Fprintf(stdout, "plot: %s\n", p)
+		}
+	}
+	return nil
+}
+
+// classes returns how many classes the model's probabilities column has.
+func classes(m device.Model) (int, error) {
+	s, ok := m.(device.OutputSchemaer)
+	if !ok {
+		return 0, fmt.Errorf("eval: the model does not state its outputs")
+	}
+	idx := s.OutputSchema().FieldIndices(eval.ProbabilityColumn)
+	if len(idx) != 1 {
+		return 0, fmt.Errorf("eval: the model has no %q output (it has %s): eval needs a classifier", eval.ProbabilityColumn, s.OutputSchema())
+	}
+	list, ok := s.OutputSchema().Field(idx[0]).Type.(*arrow.FixedSizeListType)
+	if !ok {
+		return 0, fmt.Errorf("eval: output %q is %s, want a fixed_size_list of class probabilities", eval.ProbabilityColumn, s.OutputSchema().Field(idx[0]).Type)
+	}
+	return int(list.Len()), nil
+}
+
+func printEval(w io.Writer, r evalReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "rows\t%d\t\n", r.Rows)
+	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc"} {
+		if v, ok := r.Metrics[name]; ok {
+			fmt.Fprintf(tw, "%s\t%.4f\t\n", name, v)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "confusion matrix (rows: label, columns: predicted class):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for p := range r.Confusion {
+		fmt.Fprintf(tw, "%d\t", p)
+	}
+	fmt.Fprintln(tw)
+	for l, row := range r.Confusion {
+		fmt.Fprintf(tw, "%d\t", l)
+		for _, n := range row {
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// topProbability collects each row's probability of its predicted class,
+// for the histogram. It reports no value of its own.
+type topProbability struct{ values []float64 }
+
+func (m *topProbability) Name() string { return "top_probability" }
+
+func (m *topProbability) Update(b *eval.Batch) error {
+	probs, k, err := b.Probabilities(eval.ProbabilityColumn)
+	if err != nil {
+		return err
+	}
+	for i := range len(probs) / max(k, 1) {
+		best := probs[i*k]
+		for _, p := range probs[i*k : (i+1)*k] {
+			best = max(best, p)
+		}
+		m.values = append(m.values, float64(best))
+	}
+	return nil
+}
+
+func (m *topProbability) Merge(other eval.Metric) error {
+	o, ok := other.(*topProbability)
+	if !ok {
+		return fmt.Errorf("eval: merge %s with %s", m.Name(), other.Name())
+	}
+	m.values = append(m.values, o.values...)
+	return nil
+}
+
+func (m *topProbability) Value() float64 { return 0 }
+func (m *topProbability) Reset()         { m.values = m.values[:0] }
