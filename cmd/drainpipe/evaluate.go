@@ -92,13 +92,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	delete(report.Values, top.Name())
 	delete(report.Values, conf.Name()) // the accuracy again
 	out := evalReport{Model: *modelPath, Label: *label, Rows: report.Rows, Metrics: report.Values}
-	for l := range k {
-		row := make([]int64, k)
-		for p := range k {
-			row[p] = conf.Count(l, p)
-		}
-		out.Confusion = append(out.Confusion, row)
-	}
+	out.Confusion = confusionRows(conf, k)
 	printEval(stdout, out)
 	if *jsonPath != "" {
 		b, err := json.MarshalIndent(out, "", "  ")
@@ -199,3 +193,15 @@ func (m *topProbability) Merge(other eval.Metric) error {
 
 func (m *topProbability) Value() float64 { return 0 }
 func (m *topProbability) Reset()         { m.values = m.values[:0] }
+
+// confusionRows returns the confusion matrix's counts, a row per label.
+func confusionRows(conf *eval.ConfusionMetric, k int) [][]int64 {
+	rows := make([][]int64, k)
+	for l := range rows {
+		rows[l] = make([]int64, k)
+		for p := range k {
+			rows[l][p] = conf.Count(l, p)
+		}
+	}
+	return rows
+}

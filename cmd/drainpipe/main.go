@@ -25,6 +25,7 @@ const usage = `drainpipe: batch inference over Arrow data
 usage:
   drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
   drainpipe eval --model M --input FILES --label COLUMN            exact metrics, a table, JSON, plots
+  drainpipe fit --input FILES --label COLUMN --output M.dpmlp      fit a softmax regression, evaluate held-out rows
   drainpipe inspect FILE                                           schema, rows, row groups
   drainpipe demo                                                   a full job on synthetic data
   drainpipe version                                                the build: module, Go, Arrow, tags
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return versionCmd(stdout)
 	case "eval":
 		return evalCmd(ctx, args[1:], stdout, stderr)
+	case "fit":
+		return fitCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return flag.ErrHelp

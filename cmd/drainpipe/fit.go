@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/eval"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/tensor"
+)
+
+func fitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var inputs, features listFlag
+	fs.Var(&inputs, "input", "labelled input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
+	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool)")
+	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') as the features")
+	featureCol := fs.String("feature-column", cpu.DefaultFeature, "the tensor column of features (when not --features); the model reads it by this name")
+	output := fs.String("output", "", "the model file to write (.dpmlp)")
+	holdout := fs.Float64("holdout", 0.2, "the fraction of rows (the last ones) held out and evaluated, not fitted; 0 fits every row")
+	l2 := fs.Float64("l2", 1e-4, "L2 penalty on the weights")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: drainpipe fit --input FILES --label COLUMN --output model.dpmlp [flags]
+
+Fits a softmax regression (gonum's L-BFGS) to labelled rows and writes it as
+a drainpipe model, evaluating it on held-out rows. Models trained elsewhere
+(PyTorch, scikit-learn, TensorFlow) come in as ONNX: predict --model m.onnx
+in a build with -tags onnx.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case len(inputs) == 0:
+		return fmt.Errorf("fit: --input is required")
+	case *label == "":
+		return fmt.Errorf("fit: --label is required")
+	case *output == "":
+		return fmt.Errorf("fit: --output is required")
+	case *holdout < 0 || *holdout >= 1:
+		return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
+	}
+	var origins dataset.Origins
+	set, err := dataset.OpenFiles(inputs, dataset.WithOrigins(&origins))
+	if err != nil {
+		return err
+	}
+	mem := memory.DefaultAllocator
+	var ds *dataset.Dataset
+	column := *featureCol
+	if len(features) > 0 {
+		var gathered []string
+		for _, f := range set.Schema().Fields() {
+			for _, pat := range features {
+				if ok, _ := path.Match(pat, f.Name); ok && f.Name != *label && !slices.Contains(gathered, f.Name) {
+					gathered = append(gathered, f.Name)
+				}
+			}
+		}
+		if len(gathered) == 0 {
+			return fmt.Errorf("fit: --features %q match no column", []string(features))
+		}
+		if ds, err = set.Dataset(append([]string{*label}, gathered...)...); err == nil {
+			ds, err = dataset.Gather(ds, mem, column, gathered...)
+		}
+	} else {
+		ds, err = set.Dataset(*label, column)
+	}
+	if err != nil {
+		return err
+	}
+	x, labels, width, err := readLabelled(ds, *label, column, &origins)
+	if err != nil {
+		return err
+	}
+	classes := slices.Max(labels) + 1
+	n := len(labels)
+	fitted := n - int(float64(n)**holdout)
+	if fitted < 1 || classes < 2 {
+		return fmt.Errorf("fit: %d rows of %d classes to fit: too few", fitted, classes)
+	}
+	m, err := cpu.FitSoftmaxRegression(mat.NewDense(fitted, width, x[:fitted*width]), labels[:fitted], classes, *l2)
+	if err != nil {
+		return err
+	}
+	m.Feature = column
+	if err := m.SaveFile(*output); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fitted %s: softmax regression, %d features, %d classes, on %d rows\n", *output, width, classes, fitted)
+	if fitted == n {
+		return nil
+	}
+	held, err := heldOut(mem, x[fitted*width:], labels[fitted:], width, column, *label)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	conf := eval.ConfusionMatrix(classes)
+	metrics := []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, classes), eval.Recall(eval.Macro, classes), eval.F1(eval.Macro, classes), eval.LogLoss(), conf}
+	report, err := eval.Evaluate(ctx, m, dataset.FromRecords(held.Schema(), held), *label, metrics, predict.WithBatchSize(256))
+	if err != nil {
+		return err
+	}
+	delete(report.Values, conf.Name())
+	fmt.Fprintf(stdout, "held out: %d rows\n", report.Rows)
+	out := evalReport{Rows: report.Rows, Metrics: report.Values}
+	out.Confusion = confusionRows(conf, classes)
+	printEval(stdout, out)
+	return nil
+}
+
+// readLabelled reads every row's features (row-major) and class label.
+func readLabelled(ds *dataset.Dataset, label, column string, origins *dataset.Origins) (x []float64, labels []int, width int, err error) {
+	li := ds.Schema().FieldIndices(label)[0]
+	fi := ds.Schema().FieldIndices(column)[0]
+	row := int64(0)
+	for rec, err := range ds.Records() {
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		col := rec.Column(fi)
+		if width == 0 {
+			if list, ok := col.(array.ListLike); ok && rec.NumRows() > 0 {
+				b, e := list.ValueOffsets(0)
+				width = int(e - b)
+			}
+		}
+		vals, err := tensor.Float32(col, width)
+		if err != nil {
+			return nil, nil, 0, located(err, origins, row, column)
+		}
+		for _, v := range vals {
+			x = append(x, float64(v))
+		}
+		for i := range int(rec.NumRows()) {
+			l, err := classOf(rec.Column(li), i)
+			if err != nil {
+				return nil, nil, 0, located(err, origins, row+int64(i), label)
+			}
+			labels = append(labels, l)
+		}
+		row += rec.NumRows()
+	}
+	if len(labels) == 0 {
+		return nil, nil, 0, fmt.Errorf("fit: the input has no rows")
+	}
+	return x, labels, width, nil
+}
+
+// classOf returns row i of a label column as a class number.
+func classOf(col arrow.Array, i int) (int, error) {
+	if col.IsNull(i) {
+		return 0, fmt.Errorf("the label is null")
+	}
+	var v int64
+	switch a := col.(type) {
+	case *array.Int64:
+		v = a.Value(i)
+	case *array.Int32:
+		v = int64(a.Value(i))
+	case *array.Int16:
+		v = int64(a.Value(i))
+	case *array.Int8:
+		v = int64(a.Value(i))
+	case *array.Uint8:
+		v = int64(a.Value(i))
+	case *array.Boolean:
+		if a.Value(i) {
+			v = 1
+		}
+	default:
+		return 0, fmt.Errorf("the label column is %s, want integers or bool", col.DataType())
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("label %d, want a class number from 0", v)
+	}
+	return int(v), nil
+}
+
+// located names the file and file row of an error about dataset row r.
+func located(err error, origins *dataset.Origins, r int64, column string) error {
+	var te *tensor.RowError
+	if errors.As(err, &te) {
+		r += int64(te.Row)
+	}
+	if o, ok := origins.Locate(r); ok {
+		return fmt.Errorf("fit: %s, column %q: %w", o, column, err)
+	}
+	return fmt.Errorf("fit: column %q: %w", column, err)
+}
+
+// heldOut builds the held-out rows as one record of the label and the
+// feature tensor.
+func heldOut(mem memory.Allocator, x []float64, labels []int, width int, column, label string) (arrow.RecordBatch, error) {
+	buf, vals := tensor.NewBuffer(mem, len(x))
+	for i, v := range x {
+		vals[i] = float32(v)
+	}
+	feats := tensor.NewFixedSizeList(buf, len(labels), width)
+	defer feats.Release()
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	for _, l := range labels {
+		b.Append(int64(l))
+	}
+	ys := b.NewArray()
+	defer ys.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: label, Type: arrow.PrimitiveTypes.Int64}, {Name: column, Type: feats.DataType()}}, nil)
+	return array.NewRecordBatch(schema, []arrow.Array{ys, feats}, int64(len(labels))), nil
+}
