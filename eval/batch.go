@@ -24,6 +24,19 @@ var (
 	ErrMerge = errors.New("eval: cannot merge metrics")
 )
 
+// RowError is a metric's error about one row: a null label or prediction,
+// or a label outside the metric's classes. Row counts from the start of
+// the batch given to Update; Evaluate wraps it in one whose Row counts
+// from the start of the dataset, so a caller can name the input file and
+// row (errors.As finds that outer one first).
+type RowError struct {
+	Row int64
+	Err error
+}
+
+func (e *RowError) Error() string { return fmt.Sprintf("row %d: %v", e.Row, e.Err) }
+func (e *RowError) Unwrap() error { return e.Err }
+
 // Batch is the real rows of one evaluated batch: the labels and the model's
 // predictions, row-aligned. Its accessors convert columns to slices once
 // and share them between metrics. The slices are valid during Update only.
@@ -177,7 +190,7 @@ func checkValueType(dt arrow.DataType) error {
 func firstNull(arr arrow.Array) error {
 	for i := range arr.Len() {
 		if arr.IsNull(i) {
-			return fmt.Errorf("row %d is null", i)
+			return &RowError{Row: int64(i), Err: errors.New("null")}
 		}
 	}
 	return nil

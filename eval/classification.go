@@ -73,10 +73,10 @@ func (m *ConfusionMetric) Update(b *Batch) error {
 	for i, l := range labels {
 		p := pred[i]
 		if l < 0 || l >= k {
-			return fmt.Errorf("%w: row %d: label %d, want 0..%d", ErrClasses, i, l, k-1)
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: label %d, want 0..%d", ErrClasses, l, k-1)}
 		}
 		if p < 0 || p >= k {
-			return fmt.Errorf("%w: row %d: predicted class %d, want 0..%d", ErrClasses, i, p, k-1)
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: predicted class %d, want 0..%d", ErrClasses, p, k-1)}
 		}
 		m.counts[l*k+p]++
 	}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -55,7 +56,11 @@ func Evaluate(ctx context.Context, model device.Model, ds *dataset.Dataset, labe
 		b := &Batch{Index: batch, Labels: rec.Column(labelCol), Predictions: rec}
 		for _, m := range metrics {
 			if err := m.Update(b); err != nil {
-				return nil, fmt.Errorf("eval: batch %d (dataset rows from %d): %s: %w", batch, report.Rows, m.Name(), err)
+				err = fmt.Errorf("eval: batch %d (dataset rows from %d): %s: %w", batch, report.Rows, m.Name(), err)
+				if row := (*RowError)(nil); errors.As(err, &row) {
+					err = &RowError{Row: report.Rows + row.Row, Err: err}
+				}
+				return nil, err
 			}
 		}
 		report.Rows += rec.NumRows()

@@ -24,7 +24,7 @@ func LogLoss(opts ...Option) *MeanMetric {
 		out := make([]float64, len(labels))
 		for i, l := range labels {
 			if l < 0 || int(l) >= k {
-				return nil, fmt.Errorf("%w: row %d: label %d, the model gives %d class probabilities", ErrClasses, i, l, k)
+				return nil, &RowError{Row: int64(i), Err: fmt.Errorf("%w: label %d, the model gives %d class probabilities", ErrClasses, l, k)}
 			}
 			out[i] = -math.Log(min(max(float64(probs[i*k+int(l)]), eps), 1-eps))
 		}
@@ -71,7 +71,7 @@ func (m *ROCAUCMetric) Update(b *Batch) error {
 	}
 	for i, l := range labels {
 		if l != 0 && l != 1 {
-			return fmt.Errorf("%w: row %d: label %d, ROC AUC needs 0 or 1", ErrClasses, i, l)
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: label %d, ROC AUC needs 0 or 1", ErrClasses, l)}
 		}
 		m.scores = append(m.scores, score(i))
 		m.labels = append(m.labels, l == 1)

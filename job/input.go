@@ -199,8 +199,9 @@ func names(s *arrow.Schema) string {
 
 // OpenInput opens cfg's inputs as a job reads them, for another use of the
 // same files (evaluation, say): the Keep columns and the feature tensor of
-// InputSize values, gathered if Gather is set.
-func OpenInput(cfg Config) (*dataset.Dataset, error) {
+// InputSize values, gathered if Gather is set. origins, if not nil, learns
+// each row's file and file row.
+func OpenInput(cfg Config, origins *dataset.Origins) (*dataset.Dataset, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -208,6 +209,9 @@ func OpenInput(cfg Config) (*dataset.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds, _, err := cfg.dataset(files, &dataset.Origins{}, func(read *dataset.Dataset, _ []string) *dataset.Dataset { return read })
+	if origins == nil {
+		origins = &dataset.Origins{}
+	}
+	ds, _, err := cfg.dataset(files, origins, func(read *dataset.Dataset, _ []string) *dataset.Dataset { return read })
 	return ds, err
 }

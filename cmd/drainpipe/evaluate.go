@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -68,8 +69,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
+	var origins dataset.Origins
 	ds, err := job.OpenInput(job.Config{Inputs: inputs, Output: "unused.parquet", Model: m.model, InputSize: m.inputSize,
-		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard})
+		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard}, &origins)
 	if err != nil {
 		return err
 	}
@@ -86,6 +88,11 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	report, err := eval.Evaluate(ctx, m.model, ds, *label, metrics,
 		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)))
+	if row := (*eval.RowError)(nil); errors.As(err, &row) {
+		if o, ok := origins.Locate(row.Row); ok {
+			return fmt.Errorf("eval: %s: %w", o, row.Err)
+		}
+	}
 	if err != nil {
 		return err
 	}

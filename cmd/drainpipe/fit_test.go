@@ -83,3 +83,34 @@ func TestFitRefusesABlankLabel(t *testing.T) {
 		t.Fatalf("a model was written after the error: %v", err)
 	}
 }
+
+// TestEvalNamesABadLabel checks that eval's label errors name the file and
+// its row, wherever the row falls in the batches.
+func TestEvalNamesABadLabel(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "fitted.dpmlp")
+	if _, stderr, err := drainpipe("fit", "--input", separable(t, 300, -1), "--label", "y", "--features", "f*", "--output", model); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	blank := separable(t, 300, 123)
+	seven := filepath.Join(t.TempDir(), "seven.csv")
+	b, _ := os.ReadFile(separable(t, 300, -1))
+	lines := strings.Split(string(b), "\n")
+	lines[1+200] = lines[1+200][:len(lines[1+200])-1] + "7"
+	if err := os.WriteFile(seven, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		input, want string
+	}{
+		{blank, "row 123: "},
+		{seven, "row 200: "},
+	} {
+		_, stderr, err := drainpipe("eval", "--model", model, "--input", c.input, "--label", "y", "--features", "f*", "--batch-size", "64")
+		if err == nil {
+			t.Fatalf("%s: eval succeeded", c.input)
+		}
+		if !strings.Contains(stderr, filepath.Base(c.input)+", "+c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Fatalf("%s: want one line naming the file and %q: %s", c.input, c.want, stderr)
+		}
+	}
+}
