@@ -159,7 +159,7 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 			return nil, 0, fmt.Errorf("%w: column %q is both gathered into the tensor and kept: it can be one or the other", ErrFeatures, k)
 		}
 		if len(schema.FieldIndices(k)) == 0 {
-			return nil, 0, fmt.Errorf("job: keep column %q is not in the input (it has %s)", k, names(schema))
+			return nil, 0, fmt.Errorf("%w: keep column %q is not in the input (it has %s)", ErrKeep, k, names(schema))
 		}
 	}
 	ds, err := set.Dataset(compact(columns)...)

@@ -38,6 +38,8 @@ var (
 	ErrRowsLost = errors.New("job: rows lost")
 	// ErrFeatures reports feature columns that are missing or unusable.
 	ErrFeatures = errors.New("job: bad feature columns")
+	// ErrKeep reports a Keep column the input does not have.
+	ErrKeep = errors.New("job: no such column to keep")
 )
 
 // Config describes a job.

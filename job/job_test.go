@@ -278,6 +278,11 @@ func TestBadJobs(t *testing.T) {
 			t.Errorf("%s: left %v behind", tc.name, entries)
 		}
 	}
+	cfg := config(mem, input, out, m)
+	cfg.Keep = []string{"key"}
+	if _, err := job.Run(t.Context(), cfg); !errors.Is(err, job.ErrKeep) {
+		t.Errorf("missing keep column: err %v, want ErrKeep", err)
+	}
 }
 
 // folderFiles returns the files of a folder output by name, with their

@@ -72,6 +72,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var origins dataset.Origins
 	ds, err := job.OpenInput(job.Config{Inputs: inputs, Output: "unused.parquet", Model: m.model, InputSize: m.inputSize,
 		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard}, &origins)
+	if errors.Is(err, job.ErrKeep) {
+		return fmt.Errorf("eval: --label %q: %w", *label, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -84,8 +84,9 @@ func TestFitRefusesABlankLabel(t *testing.T) {
 	}
 }
 
-// TestEvalNamesABadLabel checks that eval's label errors name the file and
-// its row, wherever the row falls in the batches.
+// TestEvalNamesABadLabel checks that eval's label errors are one line that
+// names the file and its row, wherever the row falls in the batches, or
+// the --label flag when the column is missing.
 func TestEvalNamesABadLabel(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "fitted.dpmlp")
 	if _, stderr, err := drainpipe("fit", "--input", separable(t, 300, -1), "--label", "y", "--features", "f*", "--output", model); err != nil {
@@ -100,17 +101,18 @@ func TestEvalNamesABadLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		input, want string
+		input, label, want string
 	}{
-		{blank, "row 123: "},
-		{seven, "row 200: "},
+		{blank, "y", filepath.Base(blank) + ", row 123: "},
+		{seven, "y", "seven.csv, row 200: "},
+		{seven, "label", `--label "label": `},
 	} {
-		_, stderr, err := drainpipe("eval", "--model", model, "--input", c.input, "--label", "y", "--features", "f*", "--batch-size", "64")
+		_, stderr, err := drainpipe("eval", "--model", model, "--input", c.input, "--label", c.label, "--features", "f*", "--batch-size", "64")
 		if err == nil {
 			t.Fatalf("%s: eval succeeded", c.input)
 		}
-		if !strings.Contains(stderr, filepath.Base(c.input)+", "+c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Fatalf("%s: want one line naming the file and %q: %s", c.input, c.want, stderr)
+		if !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Fatalf("%s: want one line saying %q: %s", c.input, c.want, stderr)
 		}
 	}
 }
