@@ -35,8 +35,8 @@ func fitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: drainpipe fit --input FILES --label COLUMN --output model.dpmlp [flags]
 
-Fits a softmax regression (gonum's L-BFGS) to labelled rows and writes it as
-a drainpipe model, evaluating it on held-out rows. Models trained elsewhere
+Fits a softmax regression (gonum's L-BFGS) to labelled rows, held in
+memory, and writes it as a drainpipe model, evaluating it on held-out rows. Models trained elsewhere
 (PyTorch, scikit-learn, TensorFlow) come in as ONNX: predict --model m.onnx
 in a build with -tags onnx.`)
 		fs.PrintDefaults()
