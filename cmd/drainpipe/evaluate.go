@@ -36,7 +36,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var inputs, features listFlag
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
 	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
-	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool)")
+	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool), or a regression's target values")
 	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
 	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
 	batch := fs.Int("batch-size", 256, "rows per device batch")
@@ -44,9 +44,10 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
 	shardSpec := fs.String("shard", "0/1", "evaluate shard i of n (i/n)")
 	jsonPath := fs.String("json", "", "also write the report to this JSON file")
+	value := fs.String("value", "", "evaluate this regression output (mean squared and absolute error) instead of class probabilities (default \"value\" when the model has no class probabilities)")
 	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe eval --model M --input FILES --label COLUMN [flags]\n\nExact metrics of a classifier over every row, however the rows fall into batches.")
+		fmt.Fprintln(stderr, "usage: drainpipe eval --model M --input FILES --label COLUMN [flags]\n\nExact metrics of a classifier, or of a regression output, over every row,\nhowever the rows fall into batches.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,18 +79,14 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	k, err := classes(m.model)
+	plan, err := planEval(m.model, *value)
 	if err != nil {
 		return err
 	}
-	conf := eval.ConfusionMatrix(k)
-	roc := eval.ROCAUC()
-	top := &topProbability{}
-	metrics := []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, k), eval.Recall(eval.Macro, k), eval.F1(eval.Macro, k), eval.LogLoss(), conf, top}
-	if k == 2 {
-		metrics = append(metrics, eval.Precision(eval.Binary, 2), eval.Recall(eval.Binary, 2), eval.F1(eval.Binary, 2), roc)
+	if *plotDir != "" && plan.k == 0 {
+		return fmt.Errorf("eval: --plot draws a classifier's plots; %q is a regression output", plan.value)
 	}
-	report, err := eval.Evaluate(ctx, m.model, ds, *label, metrics,
+	out, err := plan.run(ctx, m.model, ds, *label,
 		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)))
 	if row := (*eval.RowError)(nil); errors.As(err, &row) {
 		if o, ok := origins.Locate(row.Row); ok {
@@ -99,10 +96,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	delete(report.Values, top.Name())
-	delete(report.Values, conf.Name()) // the accuracy again
-	out := evalReport{Model: *modelPath, Label: *label, Rows: report.Rows, Metrics: report.Values}
-	out.Confusion = confusionRows(conf, k)
+	out.Model = *modelPath
 	printEval(stdout, out)
 	if *jsonPath != "" {
 		b, err := json.MarshalIndent(out, "", "  ")
@@ -117,7 +111,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := os.MkdirAll(*plotDir, 0o755); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		paths, err := drawEval(*plotDir, out, roc, top.values, k)
+		paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k)
 		if err != nil {
 			return fmt.Errorf("eval: plot: %w", err)
 		}
@@ -128,32 +122,76 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// classes returns how many classes the model's probabilities column has.
-func classes(m device.Model) (int, error) {
-	s, ok := m.(device.OutputSchemaer)
-	if !ok {
-		return 0, fmt.Errorf("eval: the model does not state its outputs")
-	}
-	idx := s.OutputSchema().FieldIndices(eval.ProbabilityColumn)
-	if len(idx) != 1 {
-		return 0, fmt.Errorf("eval: the model has no %q output (it has %s): eval needs a classifier", eval.ProbabilityColumn, s.OutputSchema())
-	}
-	list, ok := s.OutputSchema().Field(idx[0]).Type.(*arrow.FixedSizeListType)
-	if !ok {
-		return 0, fmt.Errorf("eval: output %q is %s, want a fixed_size_list of class probabilities", eval.ProbabilityColumn, s.OutputSchema().Field(idx[0]).Type)
-	}
-	return int(list.Len()), nil
+// evalPlan is what eval measures for a model: a classifier's metrics (k
+// classes) or a regression output's (k = 0, value names the output).
+type evalPlan struct {
+	k       int
+	value   string
+	metrics []eval.Metric
+	conf    *eval.ConfusionMetric
+	roc     *eval.ROCAUCMetric
+	top     *topProbability
 }
 
+// planEval chooses the metrics from the model's outputs: a classifier's
+// when it has class probabilities and value is empty, else the mean
+// squared and absolute error of the value output (default "value").
+func planEval(m device.Model, value string) (*evalPlan, error) {
+	s, ok := m.(device.OutputSchemaer)
+	if !ok {
+		return nil, fmt.Errorf("eval: the model does not state its outputs")
+	}
+	schema := s.OutputSchema()
+	if idx := schema.FieldIndices(eval.ProbabilityColumn); value == "" && len(idx) == 1 {
+		list, ok := schema.Field(idx[0]).Type.(*arrow.FixedSizeListType)
+		if !ok {
+			return nil, fmt.Errorf("eval: output %q is %s, want a fixed_size_list of class probabilities", eval.ProbabilityColumn, schema.Field(idx[0]).Type)
+		}
+		k := int(list.Len())
+		p := &evalPlan{k: k, conf: eval.ConfusionMatrix(k), roc: eval.ROCAUC(), top: &topProbability{}}
+		p.metrics = []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, k), eval.Recall(eval.Macro, k), eval.F1(eval.Macro, k), eval.LogLoss(), p.conf, p.top}
+		if k == 2 {
+			p.metrics = append(p.metrics, eval.Precision(eval.Binary, 2), eval.Recall(eval.Binary, 2), eval.F1(eval.Binary, 2), p.roc)
+		}
+		return p, nil
+	}
+	value = cmp.Or(value, eval.ValueColumn)
+	if len(schema.FieldIndices(value)) != 1 {
+		return nil, fmt.Errorf("eval: the model has no %q output (it has %s): eval needs class probabilities, or --value naming a regression output", value, schema)
+	}
+	opt := eval.Column(value)
+	return &evalPlan{value: value, metrics: []eval.Metric{eval.MSE(opt), eval.MAE(opt)}}, nil
+}
+
+// run evaluates the model over ds and returns the report.
+func (p *evalPlan) run(ctx context.Context, m device.Model, ds *dataset.Dataset, label string, opts ...predict.Option) (evalReport, error) {
+	report, err := eval.Evaluate(ctx, m, ds, label, p.metrics, opts...)
+	if err != nil {
+		return evalReport{}, err
+	}
+	out := evalReport{Label: label, Rows: report.Rows, Metrics: report.Values}
+	if p.k > 0 {
+		delete(report.Values, p.top.Name())
+		delete(report.Values, p.conf.Name()) // the accuracy again
+		out.Confusion = confusionRows(p.conf, p.k)
+	}
+	return out, nil
+}
+
+// printEval prints the report as an aligned table, and the confusion
+// matrix of a classifier.
 func printEval(w io.Writer, r evalReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "rows\t%d\t\n", r.Rows)
-	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc"} {
+	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc", "mse", "mae"} {
 		if v, ok := r.Metrics[name]; ok {
 			fmt.Fprintf(tw, "%s\t%.4f\t\n", name, v)
 		}
 	}
 	tw.Flush()
+	if len(r.Confusion) == 0 {
+		return
+	}
 	fmt.Fprintln(w, "confusion matrix (rows: label, columns: predicted class):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "\t")

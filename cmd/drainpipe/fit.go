@@ -16,7 +16,6 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/eval"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -110,16 +109,15 @@ in a build with -tags onnx.`)
 		return err
 	}
 	defer held.Release()
-	conf := eval.ConfusionMatrix(classes)
-	metrics := []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, classes), eval.Recall(eval.Macro, classes), eval.F1(eval.Macro, classes), eval.LogLoss(), conf}
-	report, err := eval.Evaluate(ctx, m, dataset.FromRecords(held.Schema(), held), *label, metrics, predict.WithBatchSize(256))
+	plan, err := planEval(m, "")
 	if err != nil {
 		return err
 	}
-	delete(report.Values, conf.Name())
-	fmt.Fprintf(stdout, "held out: %d rows\n", report.Rows)
-	out := evalReport{Rows: report.Rows, Metrics: report.Values}
-	out.Confusion = confusionRows(conf, classes)
+	out, err := plan.run(ctx, m, dataset.FromRecords(held.Schema(), held), *label, predict.WithBatchSize(256))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "held out: %d rows\n", out.Rows)
 	printEval(stdout, out)
 	return nil
 }
