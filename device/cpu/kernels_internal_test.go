@@ -123,21 +123,79 @@ func BenchmarkBareGEMM(b *testing.B) {
 			m, s, x := benchMLP(b, serial)
 			out := make([]float32, 256*10)
 			for b.Loop() {
-				in := x
-				for i, l := range m.Layers {
-					y := out
-					if i < len(s.hidden) {
-						y = s.hidden[i]
+				benchLayers(m, s, serial, x, out, nil)
+			}
+			b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkNaiveForward is the forward step as one writes it directly over
+// the same BLAS: the matrix products, then a scalar bias and max(0, x)
+// loop, a float64 softmax and an argmax into plain slices. It is the "bare
+// loop" BenchmarkForward (which also builds the Arrow output) is compared
+// with.
+func BenchmarkNaiveForward(b *testing.B) {
+	for _, serial := range []bool{false, true} {
+		b.Run(fmt.Sprintf("serial=%t", serial), func(b *testing.B) {
+			m, s, x := benchMLP(b, serial)
+			out := make([]float32, 256*10)
+			classes := make([]int64, 256)
+			for b.Loop() {
+				benchLayers(m, s, serial, x, out, func(l Layer, y []float32) {
+					for r := range 256 {
+						row := y[r*l.Out : (r+1)*l.Out]
+						for j := range row {
+							row[j] += l.Bias[j]
+							if l.Activation == ReLU && row[j] < 0 {
+								row[j] = 0
+							}
+						}
 					}
-					if serial {
-						serialGemm(s.impl, 256, l.Out, l.In, in, l.Weights, y)
-					} else {
-						s.impl.Sgemm(blas.NoTrans, blas.NoTrans, 256, l.Out, l.In, 1, in, l.In, l.Weights, l.Out, 0, y, l.Out)
+				})
+				for r := range 256 {
+					row := out[r*10 : (r+1)*10]
+					best, peak := 0, row[0]
+					for j, v := range row {
+						if v > peak {
+							best, peak = j, v
+						}
 					}
-					in = y
+					var sum float64
+					for j, v := range row {
+						e := math.Exp(float64(v - peak))
+						row[j] = float32(e)
+						sum += e
+					}
+					for j := range row {
+						row[j] = float32(float64(row[j]) / sum)
+					}
+					classes[r] = int64(best)
 				}
 			}
 			b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// benchLayers runs the matrix products of m's layers over a batch of 256
+// rows x into s's hidden buffers and out, calling after (if not nil) on
+// each layer's output.
+func benchLayers(m *MLP, s *session, serial bool, x, out []float32, after func(l Layer, y []float32)) {
+	in := x
+	for i, l := range m.Layers {
+		y := out
+		if i < len(s.hidden) {
+			y = s.hidden[i]
+		}
+		if serial {
+			serialGemm(s.impl, 256, l.Out, l.In, in, l.Weights, y)
+		} else {
+			s.impl.Sgemm(blas.NoTrans, blas.NoTrans, 256, l.Out, l.In, 1, in, l.In, l.Weights, l.Out, 0, y, l.Out)
+		}
+		if after != nil {
+			after(l, y)
+		}
+		in = y
 	}
 }
