@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
@@ -26,7 +29,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rows := fs.Int("rows", 100_003, "rows of synthetic data")
 	dir := fs.String("dir", "drainpipe-demo", "the folder for the data, the model and the predictions; kept, and reused by the next run")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a folder, runs a full predict job on them, and prints\nthe commands to try next. A second run reuses the folder.")
+		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a folder, runs a full predict job on them, writes\nlabelled CSV files to fit and evaluate a model on, and prints the commands\nto try next. A second run reuses the folder.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +50,13 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		os.Remove(output) // the predictions of other data
 		fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..%d}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", *dir, files-1, *rows, width)
+	}
+	train, test := filepath.Join(*dir, "train.csv"), filepath.Join(*dir, "test.csv")
+	if _, err := os.Stat(test); err != nil {
+		if err := writeLabelled(train, test, 3000, 1000); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  train.csv, test.csv: 3000 and 1000 labelled rows, f0..f3 + label (3 classes)\n")
 	}
 	predictCmdLine := fmt.Sprintf("drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id", modelPath, input, output)
 	fmt.Fprintf(stdout, "running: %s --resume\n", predictCmdLine)
@@ -83,9 +93,54 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		break
 	}
+	fitted := filepath.Join(*dir, "fitted.dpmlp")
 	fmt.Fprintf(stdout, "next:\n  drainpipe inspect %s\n  %s --resume\n  drainpipe predict --model %s --input '%s' --output %s --keep id\n",
 		output, predictCmdLine, modelPath, input, filepath.Join(*dir, "predictions")+string(filepath.Separator))
+	fmt.Fprintf(stdout, "  drainpipe fit --input %s --label label --features 'f*' --output %s\n  drainpipe eval --model %s --input %s --label label --features 'f*' --plot %s\n",
+		train, fitted, fitted, test, filepath.Join(*dir, "plots"))
 	return nil
+}
+
+// writeLabelled writes the demo's labelled CSV files: four features and a
+// class 0..2, the largest of three fixed linear scores of the features,
+// with one label in twenty drawn at random (so no model scores 1.0).
+func writeLabelled(train, test string, trainRows, testRows int) error {
+	r := rand.New(rand.NewPCG(3, 3))
+	var w [3][4]float64
+	for c := range w {
+		for j := range w[c] {
+			w[c][j] = r.NormFloat64()
+		}
+	}
+	write := func(path string, rows int) error {
+		var b strings.Builder
+		b.WriteString("f0,f1,f2,f3,label\n")
+		for range rows {
+			var f [4]float64
+			for j := range f {
+				f[j] = r.Float64()*2 - 1
+			}
+			best, top := 0, math.Inf(-1)
+			for c := range w {
+				s := 0.0
+				for j := range f {
+					s += w[c][j] * f[j]
+				}
+				if s > top {
+					best, top = c, s
+				}
+			}
+			if r.IntN(20) == 0 {
+				best = r.IntN(3)
+			}
+			fmt.Fprintf(&b, "%.4f,%.4f,%.4f,%.4f,%d\n", f[0], f[1], f[2], f[3], best)
+		}
+		return atomicfile.WriteFile(path, []byte(b.String()))
+	}
+	if err := write(train, trainRows); err != nil {
+		return err
+	}
+	return write(test, testRows)
 }
 
 // writeDemo writes the demo's data files and model into dir.

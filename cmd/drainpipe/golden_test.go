@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -71,4 +74,43 @@ func TestGoldenOutputs(t *testing.T) {
 	}
 	out, _ := json.MarshalIndent(rep, "", "  ")
 	golden(t, "eval.json", string(out)+"\n")
+}
+
+// TestReadmeTranscript runs the demo as the README shows it, in an empty
+// folder: its output is the README's transcript (but for the timing
+// figures), and each command the transcript suggests next works.
+func TestReadmeTranscript(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "$ go run ./cmd/drainpipe demo\n")
+	if !ok {
+		t.Fatal("the README shows no demo transcript")
+	}
+	want, _, _ := strings.Cut(rest, "```")
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errs bytes.Buffer
+		cmd := exec.Command(binary, args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &errs
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("drainpipe %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errs.String())
+		}
+		return out.String()
+	}
+	timing := regexp.MustCompile(`wall=\S+ rows/s=\S+`)
+	got := run("demo")
+	if timing.ReplaceAllString(got, "") != timing.ReplaceAllString(want, "") {
+		t.Fatalf("the README's transcript differs from a run:\n--- README\n%s--- run\n%s", want, got)
+	}
+	_, next, _ := strings.Cut(want, "next:\n")
+	for line := range strings.Lines(next) {
+		args := strings.Fields(line)
+		for i, a := range args {
+			args[i] = strings.Trim(a, "'") // as a shell would pass it
+		}
+		run(args[1:]...)
+	}
 }

@@ -352,7 +352,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("no next commands:\n%s", stdout)
 	}
 	commands := strings.Split(strings.TrimSpace(next), "\n")
-	if len(commands) != 3 {
+	if len(commands) != 5 {
 		t.Fatalf("next commands:\n%s", next)
 	}
 	for _, line := range commands {
