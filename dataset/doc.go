@@ -22,8 +22,8 @@
 //
 // # Arrow module
 //
-// Records are github.com/apache/arrow-go/v18 record batches. The older
-// github.com/apache/arrow/go/v15 module is frozen and not used: on real
+// Records are github.com/apache/arrow-go/v18 record batches. The older,
+// frozen Arrow Go module (v15, under apache/arrow) is not used: on real
 // Parquet files it returned fewer rows than the footer declares without an
 // error (a float column in BYTE_STREAM_SPLIT encoding read as 0 rows),
 // panicked on newer logical types (geospatial, variant) and wrote

@@ -3,6 +3,7 @@ package dataset
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,6 +15,26 @@ import (
 
 // ErrGather reports columns that cannot be gathered into a tensor column.
 var ErrGather = errors.New("dataset: cannot gather columns")
+
+// MatchColumns returns the names of the schema's columns that match any
+// of the path.Match patterns (such as "f*"), in schema order, each once:
+// the columns to Gather.
+func MatchColumns(schema *arrow.Schema, patterns ...string) ([]string, error) {
+	var names []string
+	for _, f := range schema.Fields() {
+		for _, pat := range patterns {
+			ok, err := path.Match(pat, f.Name)
+			if err != nil {
+				return nil, fmt.Errorf("dataset: pattern %q: %w", pat, err)
+			}
+			if ok {
+				names = append(names, f.Name)
+				break
+			}
+		}
+	}
+	return names, nil
+}
 
 // Gather returns a dataset in which the named numeric columns are replaced
 // by one fixed_size_list<float32>[len(columns)] column called name,

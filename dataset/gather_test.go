@@ -93,3 +93,20 @@ func TestGatherErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchColumns(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "f1", Type: arrow.PrimitiveTypes.Float32}, {Name: "g", Type: arrow.PrimitiveTypes.Float32},
+		{Name: "f0", Type: arrow.PrimitiveTypes.Float32}}, nil)
+	// Schema order, each column once although two patterns match it.
+	got, err := dataset.MatchColumns(schema, "g", "f*", "f1")
+	if err != nil || !slices.Equal(got, []string{"f1", "g", "f0"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if got, err := dataset.MatchColumns(schema, "x*"); err != nil || len(got) != 0 {
+		t.Fatalf("no match: got %v, %v", got, err)
+	}
+	if _, err := dataset.MatchColumns(schema, "f["); err == nil || !strings.Contains(err.Error(), `"f["`) {
+		t.Fatalf("bad pattern: err %v", err)
+	}
+}

@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -132,14 +131,8 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 	columns := slices.Clone(c.Keep)
 	var gathered []string
 	if len(c.Gather) > 0 {
-		for _, f := range schema.Fields() {
-			for _, pat := range c.Gather {
-				if ok, err := path.Match(pat, f.Name); err != nil {
-					return nil, 0, fmt.Errorf("%w: pattern %q: %v", ErrFeatures, pat, err)
-				} else if ok && !slices.Contains(gathered, f.Name) {
-					gathered = append(gathered, f.Name)
-				}
-			}
+		if gathered, err = dataset.MatchColumns(schema, c.Gather...); err != nil {
+			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
 		}
 		if len(gathered) == 0 {
 			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))

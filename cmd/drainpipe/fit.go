@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -62,14 +61,12 @@ in a build with -tags onnx.`)
 	var ds *dataset.Dataset
 	column := *featureCol
 	if len(features) > 0 {
-		var gathered []string
-		for _, f := range set.Schema().Fields() {
-			for _, pat := range features {
-				if ok, _ := path.Match(pat, f.Name); ok && f.Name != *label && !slices.Contains(gathered, f.Name) {
-					gathered = append(gathered, f.Name)
-				}
-			}
+		gathered, err := dataset.MatchColumns(set.Schema(), features...)
+		if err != nil {
+			return fmt.Errorf("fit: --features: %w", err)
 		}
+		// The label is never a feature, whatever the patterns match.
+		gathered = slices.DeleteFunc(gathered, func(name string) bool { return name == *label })
 		if len(gathered) == 0 {
 			return fmt.Errorf("fit: --features %q match no column", []string(features))
 		}
