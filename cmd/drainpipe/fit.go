@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/eval"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -142,12 +143,16 @@ func readLabelled(ds *dataset.Dataset, label, column string, origins *dataset.Or
 		for _, v := range vals {
 			x = append(x, float64(v))
 		}
-		for i := range int(rec.NumRows()) {
-			l, err := classOf(rec.Column(li), i)
-			if err != nil {
-				return nil, nil, 0, located(err, origins, row+int64(i), label)
+		// eval's reading of a label column: integers or bool, no nulls.
+		classes, err := (&eval.Batch{Labels: rec.Column(li)}).LabelClasses()
+		if err != nil {
+			return nil, nil, 0, located(err, origins, row, label)
+		}
+		for i, l := range classes {
+			if l < 0 {
+				return nil, nil, 0, located(&eval.RowError{Row: int64(i), Err: fmt.Errorf("label %d, want a class number from 0", l)}, origins, row, label)
 			}
-			labels = append(labels, l)
+			labels = append(labels, int(l))
 		}
 		row += rec.NumRows()
 	}
@@ -157,43 +162,21 @@ func readLabelled(ds *dataset.Dataset, label, column string, origins *dataset.Or
 	return x, labels, width, nil
 }
 
-// classOf returns row i of a label column as a class number.
-func classOf(col arrow.Array, i int) (int, error) {
-	if col.IsNull(i) {
-		return 0, fmt.Errorf("the label is null")
-	}
-	var v int64
-	switch a := col.(type) {
-	case *array.Int64:
-		v = a.Value(i)
-	case *array.Int32:
-		v = int64(a.Value(i))
-	case *array.Int16:
-		v = int64(a.Value(i))
-	case *array.Int8:
-		v = int64(a.Value(i))
-	case *array.Uint8:
-		v = int64(a.Value(i))
-	case *array.Boolean:
-		if a.Value(i) {
-			v = 1
-		}
-	default:
-		return 0, fmt.Errorf("the label column is %s, want integers or bool", col.DataType())
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("label %d, want a class number from 0", v)
-	}
-	return int(v), nil
-}
-
-// located names the file and file row of an error about dataset row r.
-func located(err error, origins *dataset.Origins, r int64, column string) error {
+// located names the file and file row of an error about a row of the
+// record that starts at dataset row start; an error about no one row
+// (a label column's type) names the column alone.
+func located(err error, origins *dataset.Origins, start int64, column string) error {
 	var te *tensor.RowError
-	if errors.As(err, &te) {
-		r += int64(te.Row)
+	var le *eval.RowError
+	switch {
+	case errors.As(err, &te):
+		start += int64(te.Row)
+	case errors.As(err, &le):
+		start, err = start+le.Row, le.Err // the file row replaces the record's
+	default:
+		return fmt.Errorf("fit: column %q: %w", column, err)
 	}
-	if o, ok := origins.Locate(r); ok {
+	if o, ok := origins.Locate(start); ok {
 		return fmt.Errorf("fit: %s, column %q: %w", o, column, err)
 	}
 	return fmt.Errorf("fit: column %q: %w", column, err)

@@ -116,3 +116,22 @@ func TestEvalNamesABadLabel(t *testing.T) {
 		}
 	}
 }
+
+// A negative label names its row; a label column of the wrong type names
+// the column (it is about no one row).
+func TestFitRefusesBadLabels(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ csv, want string }{
+		{"f0,y\n0.5,0\n0.25,1\n0.75,-1\n", `neg.csv, row 2, column "y": label -1`},
+		{"f0,y\n0.5,0.5\n0.25,1\n", `fit: column "y": eval: bad label column: type float64`},
+	} {
+		in := filepath.Join(dir, "neg.csv")
+		if err := os.WriteFile(in, []byte(c.csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err := drainpipe("fit", "--input", in, "--label", "y", "--features", "f*", "--output", filepath.Join(dir, "m.dpmlp"))
+		if err == nil || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: err %v, stderr %q, want %q", c.csv, err, stderr, c.want)
+		}
+	}
+}
