@@ -52,7 +52,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..%d}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", *dir, files-1, *rows, width)
 	}
 	train, test := filepath.Join(*dir, "train.csv"), filepath.Join(*dir, "test.csv")
-	if _, err := os.Stat(test); err != nil {
+	if !exists(train) || !exists(test) {
 		if err := writeLabelled(train, test, 3000, 1000); err != nil {
 			return err
 		}
@@ -167,4 +167,9 @@ func writeDemo(dir string, rows, width, files int) error {
 		return err
 	}
 	return model.SaveFile(filepath.Join(dir, "model.dpmlp"))
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
