@@ -139,6 +139,14 @@ func (p *Predictor) startBatcher(ctx context.Context, schema *arrow.Schema) (*Ba
 // Schema returns the schema requests must have.
 func (b *Batcher) Schema() *arrow.Schema { return b.schema }
 
+// QueuedRows returns the rows waiting for a batch now: Stats' QueuedRows
+// without the rest of the snapshot, for a gauge read often.
+func (b *Batcher) QueuedRows() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queuedRows
+}
+
 // Predict queues the rows of rec and returns their predictions: one row per
 // row of rec, in order, owned by the caller. rec stays the caller's; the
 // Batcher holds its own reference while it needs one.
@@ -355,7 +363,8 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 		}
 		b.queue = b.queue[1:]
 		r.leave()
-		b.stats.queueWait.add(now.Sub(r.arrived))
+		r.waited = now.Sub(r.arrived)
+		b.stats.queueWait.add(r.waited)
 	}
 	return j, 0, false
 }

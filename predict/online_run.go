@@ -53,6 +53,9 @@ func (b *Batcher) run(w *worker, j *job) {
 	b.mu.Lock()
 	b.stats.batch(j, device)
 	b.mu.Unlock()
+	if o := c.observer; o != nil {
+		o.ObserveBatch(j.size, j.rows, device)
+	}
 	if err != nil {
 		c.logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
 	}
@@ -105,6 +108,7 @@ type request struct {
 	next    int  // rows handed to batches
 	queued  bool // in the queue (or taken out by a batch, partly)
 	arrived time.Time
+	waited  time.Duration // from arrival until its last row left the queue
 
 	// Owned by mu.
 	mu      sync.Mutex
@@ -182,13 +186,18 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 	r.out, r.err = out, err
 	close(r.done)
 	r.mu.Unlock()
+	latency := time.Since(r.arrived)
 	b.mu.Lock()
+	waited := r.waited
 	if err == nil {
-		b.stats.answered(r, time.Since(r.arrived))
+		b.stats.answered(r, latency)
 	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		b.stats.Failures++
 	}
 	b.mu.Unlock()
+	if o := b.p.cfg.observer; o != nil && err == nil {
+		o.ObserveRequest(r.rows, waited, latency)
+	}
 	return true
 }
 

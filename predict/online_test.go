@@ -98,8 +98,9 @@ func TestBatcherDispatchTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
+		obs := &recordingObserver{}
 		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond),
-			predict.WithEager(false), predict.WithAllocator(mem))
+			predict.WithEager(false), predict.WithAllocator(mem), predict.WithObserver(obs))
 		defer b.Close(t.Context())
 		var wg sync.WaitGroup
 		send := func(start, n int) {
@@ -142,7 +143,35 @@ func TestBatcherDispatchTiming(t *testing.T) {
 		if time.Since(began) != 20*time.Millisecond {
 			t.Fatalf("a full batch waited: %v", time.Since(began))
 		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if want := []int{2, 2, 4, 3, 8, 8}; !slices.Equal(obs.batches, want) {
+			t.Errorf("observed batches (size, rows) %v, want %v", obs.batches, want)
+		}
+		slices.Sort(obs.waits)
+		if want := []time.Duration{0, 4 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}; !slices.Equal(obs.waits, want) {
+			t.Errorf("observed queue waits %v, want %v", obs.waits, want)
+		}
 	})
+}
+
+// recordingObserver keeps what a Batcher reports.
+type recordingObserver struct {
+	mu      sync.Mutex
+	batches []int // size, rows of each batch
+	waits   []time.Duration
+}
+
+func (o *recordingObserver) ObserveBatch(size, rows int, _ time.Duration) {
+	o.mu.Lock()
+	o.batches = append(o.batches, size, rows)
+	o.mu.Unlock()
+}
+
+func (o *recordingObserver) ObserveRequest(_ int, wait, _ time.Duration) {
+	o.mu.Lock()
+	o.waits = append(o.waits, wait)
+	o.mu.Unlock()
 }
 
 // With BATCH_DOWN, rows past their delay run in the largest allowed size

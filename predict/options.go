@@ -37,6 +37,7 @@ type config struct {
 	timeout   time.Duration
 	batchDown bool
 	eager     bool
+	observer  Observer
 }
 
 // WithBatchSize sets the global batch size: the number of rows of every
@@ -150,6 +151,23 @@ func WithBatchDown(on bool) Option { return func(c *config) { c.batchDown = on }
 // default is on (BENCHMARKS.md has the figures); off, a batch runs only
 // when full or when its oldest row has waited the delay.
 func WithEager(on bool) Option { return func(c *config) { c.eager = on } }
+
+// Observer is told of a [Batcher]'s (or [Predictor.Stream]'s) batches and
+// answered requests as they happen, for metrics such as histograms that
+// [BatcherStats]' snapshots cannot give. Its methods are called from the
+// Batcher's goroutines, concurrently, and must return quickly.
+type Observer interface {
+	// ObserveBatch is called after each batch: its padded size, its real
+	// rows and the device's time on it (also for a batch that failed).
+	ObserveBatch(size, rows int, device time.Duration)
+	// ObserveRequest is called for each request answered with predictions:
+	// its rows, its time from arrival until its last row left the queue,
+	// and until its predictions were ready.
+	ObserveRequest(rows int, queueWait, latency time.Duration)
+}
+
+// WithObserver makes a [Batcher] or [Predictor.Stream] report to o.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
 // function may be nil. An error from a hook ends the run with that error;

@@ -2,6 +2,7 @@
 // CSV files.
 //
 //	drainpipe predict --model M --input 'data/*.parquet' --output out.parquet [flags]
+//	drainpipe serve --model M [--http :8080] [--grpc :8081]
 //	drainpipe inspect FILE
 //	drainpipe demo
 //
@@ -26,6 +27,7 @@ usage:
   drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
   drainpipe eval --model M --input FILES --label COLUMN            exact metrics, a table, JSON, plots
   drainpipe fit --input FILES --label COLUMN --output M.dpmlp      fit a softmax regression, evaluate held-out rows
+  drainpipe serve --model M [--http :8080] [--grpc :8081]          serve models over the Open Inference Protocol (REST, gRPC)
   drainpipe inspect FILE                                           schema, rows, row groups
   drainpipe demo                                                   a full job on synthetic data
   drainpipe version                                                the build: module, Go, Arrow, tags
@@ -55,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "predict":
 		return predictCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(ctx, args[1:], stderr)
 	case "inspect":
 		return inspectCmd(args[1:], stdout, stderr)
 	case "demo":

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/serve"
+)
+
+const serveExample = `
+Each model's input is a tensor named after its feature column, of shape
+[rows, width] and datatype FP32; its outputs are "class" (INT64, [rows]) and
+"probabilities" (FP32, [rows, classes]); GET /v2/models/NAME lists them. For
+example, with the demo's model (64 features, 10 classes):
+
+  drainpipe serve --model drainpipe-demo/model.dpmlp
+  curl -s localhost:8080/v2/models/model/infer -H 'Request-Timeout: 250ms' -d '{
+    "id": "1",
+    "inputs": [{"name": "features", "datatype": "FP32", "shape": [1, 64],
+                "data": ['"$(seq -s, 0.01 0.01 0.64)"']}]
+  }'
+
+Prometheus metrics are at GET /metrics on the REST address.
+
+gRPC clients use inference.GRPCInferenceService on --grpc. SIGTERM or
+SIGINT drains: readiness turns false, queued and running requests are
+answered, the sessions shut down; the exit status is 0 if that took less
+than --drain-timeout.
+`
+
+// serveCmd serves models over the Open Inference Protocol until a signal.
+func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var models, sizes listFlag
+	fs.Var(&models, "model", "a model to serve, as PATH or NAME=PATH (default name: the file's base name); repeatable")
+	name := fs.String("name", "", "the name of the one model served (instead of NAME=PATH)")
+	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
+	grpcAddr := fs.String("grpc", ":8081", `gRPC listen address ("" for none)`)
+	featureCol := fs.String("feature-column", "", "the tensor column (and input tensor name) the models read (default: the model's, or \"features\")")
+	batch := fs.Int("batch-size", 256, "the largest batch the device sees")
+	fs.Var(&sizes, "batch-sizes", "allowed batch sizes, ascending, the last the batch size (default: powers of two from 1 up to --batch-size)")
+	maxDelay := fs.Duration("max-delay", 2*time.Millisecond, "the longest a queued row waits for its batch to fill")
+	queueRows := fs.Int("queue-rows", 0, "rows a model may hold queued before refusing requests with 429 (0: 16 batches)")
+	timeout := fs.Duration("timeout", 10*time.Second, "default request deadline, when the request sets none sooner (0: none)")
+	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
+	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
+	drainTimeout := fs.Duration("drain-timeout", 30*time.Second, "the longest a graceful shutdown waits for requests taken")
+	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
+	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: drainpipe serve --model [NAME=]PATH [flags]\n\nServe models over the Open Inference Protocol (KServe V2, Triton), REST and gRPC.\n\n")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, serveExample)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(models) == 0 {
+		fs.Usage()
+		return errors.New("serve: --model is required")
+	}
+	if *name != "" && len(models) > 1 {
+		return errors.New("serve: --name names the one model served; with several, give NAME=PATH")
+	}
+	if *httpAddr == "" && *grpcAddr == "" {
+		return errors.New("serve: neither --http nor --grpc: nothing to listen on")
+	}
+	allowed, err := batchSizes(sizes, *batch)
+	if err != nil {
+		return err
+	}
+	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
+	if *logJSON {
+		handler = slog.NewJSONHandler(stderr, nil)
+	}
+	logger := slog.New(handler)
+
+	var specs []serve.ModelSpec
+	for _, arg := range models {
+		modelName, path, found := strings.Cut(arg, "=")
+		if !found {
+			path = arg
+			modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+		}
+		m, err := loadModel(path, *featureCol)
+		if err != nil {
+			return err
+		}
+		platform := "drainpipe_mlp"
+		if strings.EqualFold(filepath.Ext(path), ".onnx") {
+			platform = "onnxruntime_onnx"
+		}
+		feature := cmp.Or(m.feature, "features")
+		specs = append(specs, serve.ModelSpec{
+			Name: modelName, Platform: platform, Model: m.model,
+			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: arrow.FixedSizeListOfNonNullable(int32(m.inputSize), arrow.PrimitiveTypes.Float32)}}, nil),
+			Options: []predict.Option{
+				predict.WithBatchSizes(allowed...), predict.WithMaxDelay(*maxDelay), predict.WithQueueRows(*queueRows),
+				predict.WithTimeout(*timeout), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)),
+			},
+		})
+	}
+	srv, err := serve.New(specs, serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout),
+		serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion()))
+	if err != nil {
+		return err
+	}
+	listen := func(addr string) (net.Listener, error) {
+		if addr == "" {
+			return nil, nil
+		}
+		var lc net.ListenConfig
+		return lc.Listen(ctx, "tcp", addr)
+	}
+	httpLn, err := listen(*httpAddr)
+	if err != nil {
+		return fmt.Errorf("serve: --http: %w", err)
+	}
+	grpcLn, err := listen(*grpcAddr)
+	if err != nil {
+		if httpLn != nil {
+			httpLn.Close()
+		}
+		return fmt.Errorf("serve: --grpc: %w", err)
+	}
+	return srv.Run(ctx, httpLn, grpcLn)
+}
+
+// batchSizes returns the allowed batch sizes: the given ones, or powers of
+// two from 1 up to the batch size: an idle session takes a lone request at
+// once, and a busy server fills larger batches.
+func batchSizes(given []string, batch int) ([]int, error) {
+	if batch < 1 {
+		return nil, fmt.Errorf("serve: --batch-size %d: must be positive", batch)
+	}
+	var sizes []int
+	for _, s := range given {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("serve: --batch-sizes: %q is not a number", s)
+		}
+		sizes = append(sizes, n)
+	}
+	if len(sizes) > 0 {
+		return sizes, nil
+	}
+	for n := 1; n < batch; n *= 2 {
+		sizes = append(sizes, n)
+	}
+	return append(sizes, batch), nil
+}
+
+// buildVersion is the module version the binary was built from.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "unknown"
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+)
+
+// served is a drainpipe serve process started for a test.
+type served struct {
+	cmd      *exec.Cmd
+	http     string // base URL
+	grpc     string // address
+	mu       sync.Mutex
+	log      bytes.Buffer
+	finished chan struct{}
+}
+
+func (s *served) logText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+var listening = regexp.MustCompile(`msg=listening protocol=(\w+) addr=(\S+)`)
+
+// startServe runs drainpipe serve on free loopback ports and waits until
+// it is ready.
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{cmd: cmd, finished: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(s.finished)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.log.WriteString(line + "\n")
+			if m := listening.FindStringSubmatch(line); m != nil {
+				if m[1] == "http" {
+					s.http = "http://" + m[2]
+				} else {
+					s.grpc = m[2]
+				}
+			}
+			s.mu.Unlock()
+			if strings.Contains(line, "msg=ready") {
+				close(ready)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.finished
+		cmd.Wait()
+	})
+	select {
+	case <-ready:
+	case <-s.finished:
+		t.Fatalf("serve exited before ready:\n%s", s.logText())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve not ready:\n%s", s.logText())
+	}
+	return s
+}
+
+func featureBody(rows, width int) []byte {
+	data := make([]float32, rows*width)
+	for i := range data {
+		data[i] = float32(i%97) / 50
+	}
+	b, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{rows, width}, "data": data}}})
+	return b
+}
+
+// SIGTERM under load: every request is answered or refused cleanly, the
+// model closes once, and the process exits 0. The requests the server
+// answered are exactly those the clients received.
+func TestServeSIGTERMUnderLoad(t *testing.T) {
+	dir := fixture(t, 10, 16, 8, 3)
+	s := startServe(t, "--model", "m="+filepath.Join(dir, "model.dpmlp"), "--max-delay", "1ms")
+
+	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewGRPCInferenceServiceClient(conn)
+	httpClient := &http.Client{Transport: &http.Transport{}}
+	defer httpClient.CloseIdleConnections()
+
+	var answered, refused atomic.Int64
+	var unclean sync.Map
+	var wg sync.WaitGroup
+	body := featureBody(3, 16)
+	for w := range 6 {
+		wg.Go(func() {
+			for {
+				var ok, stop bool
+				if w%2 == 0 {
+					resp, err := httpClient.Post(s.http+"/v2/models/m/infer", "application/json", bytes.NewReader(body))
+					if err != nil { // connection refused or closed before an answer
+						refused.Add(1)
+						return
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					ok, stop = resp.StatusCode == 200, resp.StatusCode == http.StatusServiceUnavailable
+					if !ok && !stop {
+						unclean.Store(fmt.Sprintf("http %d %s", resp.StatusCode, b), true)
+					}
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					_, err := client.ModelInfer(ctx, &pb.ModelInferRequest{ModelName: "m", Inputs: []*pb.ModelInferRequest_InferInputTensor{
+						{Name: "features", Datatype: "FP32", Shape: []int64{1, 16}, Contents: &pb.InferTensorContents{Fp32Contents: make([]float32, 16)}}}})
+					cancel()
+					ok, stop = err == nil, status.Code(err) == codes.Unavailable
+					if !ok && !stop {
+						unclean.Store(fmt.Sprintf("grpc %v", err), true)
+					}
+				}
+				if ok {
+					answered.Add(1)
+				} else {
+					refused.Add(1)
+					return
+				}
+			}
+		})
+	}
+	for answered.Load() < 200 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	<-s.finished
+	err = s.cmd.Wait()
+	log := s.logText()
+	if err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, log)
+	}
+	unclean.Range(func(k, _ any) bool { t.Errorf("not answered cleanly: %s", k); return true })
+	if n := strings.Count(log, "msg=\"batcher closed\""); n != 1 {
+		t.Errorf("model closed %d times:\n%s", n, log)
+	}
+	m := regexp.MustCompile(`msg="batcher closed" model=m error=<nil> stats.requests=(\d+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no close stats:\n%s", log)
+	}
+	served, _ := strconv.Atoi(m[1])
+	if int64(served) != answered.Load()+1 { // and the warm-up row
+		t.Errorf("the server answered %d requests (and the warm-up), the clients received %d", served-1, answered.Load())
+	}
+	t.Logf("%d answered, %d refused after SIGTERM", answered.Load(), refused.Load())
+	for _, want := range []string{"msg=draining", "msg=stopped", "msg=request protocol=http model=m code=200", "msg=request protocol=grpc model=m code=OK"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+// The flags a serve command cannot start with say why.
+func TestServeFlagErrors(t *testing.T) {
+	dir := fixture(t, 10, 16, 3)
+	model := filepath.Join(dir, "model.dpmlp")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--model is required"},
+		{[]string{"--model", model, "--model", "b=" + model, "--name", "x"}, "--name names the one model served"},
+		{[]string{"--model", model, "--http", "", "--grpc", ""}, "nothing to listen on"},
+		{[]string{"--model", model, "--model", model, "--http", "127.0.0.1:0", "--grpc", ""}, `model "model" given twice`},
+		{[]string{"--model", filepath.Join(dir, "missing.dpmlp")}, "missing.dpmlp"},
+		{[]string{"--model", model, "--batch-sizes", "4,x"}, `"x" is not a number`},
+	} {
+		_, stderr, err := drainpipe(append([]string{"serve"}, tc.args...)...)
+		if err == nil || !strings.Contains(stderr, tc.want) {
+			t.Errorf("serve %v: %v, stderr %s; want %q", tc.args, err, stderr, tc.want)
+		}
+	}
+	stdout, stderr, err := drainpipe("serve", "--help")
+	if err != nil || !strings.Contains(stdout+stderr, "curl -s localhost:8080/v2/models/model/infer") {
+		t.Errorf("serve --help: %v %s", err, stdout+stderr)
+	}
+}

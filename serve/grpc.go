@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+)
+
+var grpcCode = map[Code]codes.Code{
+	CodeInvalid:     codes.InvalidArgument,
+	CodeNotFound:    codes.NotFound,
+	CodeTooLarge:    codes.ResourceExhausted,
+	CodeOverloaded:  codes.ResourceExhausted,
+	CodeCanceled:    codes.Canceled,
+	CodeInternal:    codes.Internal,
+	CodeUnavailable: codes.Unavailable,
+	CodeDeadline:    codes.DeadlineExceeded,
+}
+
+func grpcError(err error) error { return status.Error(grpcCode[codeOf(err)], err.Error()) }
+
+// grpcService implements the protocol's GRPCInferenceService.
+type grpcService struct {
+	pb.UnimplementedGRPCInferenceServiceServer
+	s *Server
+}
+
+func (g *grpcService) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
+	return &pb.ServerLiveResponse{Live: true}, nil
+}
+
+func (g *grpcService) ServerReady(context.Context, *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
+	return &pb.ServerReadyResponse{Ready: g.s.isReady()}, nil
+}
+
+func (g *grpcService) ModelReady(_ context.Context, req *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
+	m, err := g.s.lookup(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	return &pb.ModelReadyResponse{Ready: m.ready.Load() && !g.s.draining.Load()}, nil
+}
+
+func (g *grpcService) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+	return &pb.ServerMetadataResponse{Name: g.s.cfg.name, Version: g.s.cfg.version, Extensions: []string{}}, nil
+}
+
+func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+	m, err := g.s.lookup(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	meta := func(ts []TensorMetadata) []*pb.ModelMetadataResponse_TensorMetadata {
+		out := make([]*pb.ModelMetadataResponse_TensorMetadata, len(ts))
+		for i, t := range ts {
+			out[i] = &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape}
+		}
+		return out
+	}
+	return &pb.ModelMetadataResponse{Name: m.name, Versions: []string{m.version}, Platform: m.platform, Inputs: meta(m.inputs), Outputs: meta(m.outputs)}, nil
+}
+
+// ModelInfer answers in the form it was asked: raw_output_contents for a
+// request with raw_input_contents, typed contents otherwise.
+func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+	began := time.Now()
+	req, err := decodeGRPC(in)
+	var resp *inferResponse
+	if err == nil {
+		resp, err = g.s.infer(ctx, req)
+	}
+	var out *pb.ModelInferResponse
+	if err == nil {
+		out = encodeGRPC(resp, len(in.GetRawInputContents()) > 0)
+	}
+	code := codes.OK
+	if err != nil {
+		err = grpcError(err)
+		code = status.Code(err)
+	}
+	remote := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr.String()
+	}
+	g.s.finish(ctx, "grpc", in.GetModelName(), code.String(), remote, req, resp, time.Since(began), err)
+	return out, err
+}
+
+func decodeGRPC(in *pb.ModelInferRequest) (*inferRequest, error) {
+	req := &inferRequest{model: in.GetModelName(), version: in.GetModelVersion(), id: in.GetId()}
+	if p, ok := in.GetParameters()["timeout"]; ok {
+		us, isInt := p.GetParameterChoice().(*pb.InferParameter_Int64Param)
+		if !isInt || us.Int64Param < 0 {
+			return nil, invalid(errors.New("parameter timeout: not an int64_param count of microseconds"))
+		}
+		req.timeout = time.Duration(us.Int64Param) * time.Microsecond
+	}
+	raw := in.GetRawInputContents()
+	if len(in.GetInputs()) == 0 {
+		return nil, invalid(errors.New("no inputs"))
+	}
+	if len(raw) > 0 && len(raw) != len(in.GetInputs()) {
+		return nil, invalid(fmt.Errorf("raw_input_contents has %d entries for %d inputs", len(raw), len(in.GetInputs())))
+	}
+	for i, t := range in.GetInputs() {
+		d, n, err := tensorType(t.GetName(), t.GetDatatype(), t.GetShape())
+		if err != nil {
+			return nil, invalid(err)
+		}
+		var data any
+		switch {
+		case len(raw) > 0 && t.GetContents() != nil:
+			return nil, invalid(fmt.Errorf("input %q: both contents and raw_input_contents", t.GetName()))
+		case len(raw) > 0:
+			if size := rawSize(d); len(raw[i]) != n*size {
+				return nil, invalid(fmt.Errorf("input %q: shape %v of %s needs %d raw bytes, got %d", t.GetName(), t.GetShape(), t.GetDatatype(), n*size, len(raw[i])))
+			}
+			data, err = d.fromRaw(raw[i], n)
+		case t.GetContents() == nil:
+			return nil, invalid(fmt.Errorf("input %q: no contents and no raw_input_contents", t.GetName()))
+		default:
+			data, err = d.fromContents(t.GetContents())
+		}
+		if err != nil {
+			return nil, invalid(fmt.Errorf("input %q: %w", t.GetName(), err))
+		}
+		tn := &tensor{name: t.GetName(), datatype: t.GetDatatype(), shape: t.GetShape(), data: data}
+		if err := checkLength(tn, n); err != nil {
+			return nil, invalid(fmt.Errorf("%w (%s elements travel in the contents field of their type)", err, t.GetDatatype()))
+		}
+		req.inputs = append(req.inputs, tn)
+	}
+	for _, o := range in.GetOutputs() {
+		req.outputs = append(req.outputs, o.GetName())
+	}
+	return req, nil
+}
+
+func encodeGRPC(resp *inferResponse, raw bool) *pb.ModelInferResponse {
+	out := &pb.ModelInferResponse{ModelName: resp.model, ModelVersion: resp.version, Id: resp.id}
+	for _, t := range resp.outputs {
+		o := &pb.ModelInferResponse_InferOutputTensor{Name: t.name, Datatype: t.datatype, Shape: t.shape}
+		d := datatypes[t.datatype]
+		if raw {
+			out.RawOutputContents = append(out.RawOutputContents, d.toRaw(t.data))
+		} else {
+			o.Contents = d.toContents(t.data)
+		}
+		out.Outputs = append(out.Outputs, o)
+	}
+	return out
+}

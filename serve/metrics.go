@@ -1,0 +1,101 @@
+package serve
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics.
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // model, protocol, code
+	latency   *prometheus.HistogramVec // model, protocol
+	queueWait *prometheus.HistogramVec // model
+	batchSize *prometheus.HistogramVec // model
+	padding   *prometheus.HistogramVec // model
+	device    *prometheus.HistogramVec // model
+}
+
+// latencyBuckets span 100µs to ~6.5s.
+var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 17)
+
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drainpipe_requests_total",
+			Help: "Inference requests by model, protocol and response code (HTTP status or gRPC code).",
+		}, []string{"model", "protocol", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drainpipe_request_duration_seconds",
+			Help:    "Inference request time from decoded request to encoded response.",
+			Buckets: latencyBuckets,
+		}, []string{"model", "protocol"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drainpipe_queue_wait_seconds",
+			Help:    "Time from a request's arrival until its last row left the queue for a batch.",
+			Buckets: latencyBuckets,
+		}, []string{"model"}),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drainpipe_batch_size_rows",
+			Help:    "Padded size of each batch the device ran.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+		}, []string{"model"}),
+		padding: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drainpipe_batch_padding_ratio",
+			Help:    "Fraction of each batch's rows that were padding.",
+			Buckets: prometheus.LinearBuckets(0, 0.125, 9),
+		}, []string{"model"}),
+		device: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drainpipe_batch_device_seconds",
+			Help:    "Device time of each batch.",
+			Buckets: latencyBuckets,
+		}, []string{"model"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// watchQueue adds the gauge of a model's queued rows.
+func (m *metrics) watchQueue(md *model) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "drainpipe_queue_rows",
+		Help:        "Rows waiting for a batch.",
+		ConstLabels: prometheus.Labels{"model": md.name},
+	}, func() float64 { return float64(md.batcher.QueuedRows()) }))
+}
+
+func (m *metrics) request(model, protocol, code string, took time.Duration) {
+	m.requests.WithLabelValues(model, protocol, code).Inc()
+	m.latency.WithLabelValues(model, protocol).Observe(took.Seconds())
+}
+
+// observer returns the batcher observer of one model.
+func (m *metrics) observer(model string) *observer {
+	return &observer{
+		queueWait: m.queueWait.WithLabelValues(model),
+		batchSize: m.batchSize.WithLabelValues(model),
+		padding:   m.padding.WithLabelValues(model),
+		device:    m.device.WithLabelValues(model),
+	}
+}
+
+// observer feeds one model's batcher events into the histograms.
+type observer struct {
+	queueWait, batchSize, padding, device prometheus.Observer
+}
+
+func (o *observer) ObserveBatch(size, rows int, device time.Duration) {
+	o.batchSize.Observe(float64(size))
+	o.padding.Observe(float64(size-rows) / float64(size))
+	o.device.Observe(device.Seconds())
+}
+
+func (o *observer) ObserveRequest(_ int, queueWait, _ time.Duration) {
+	o.queueWait.Observe(queueWait.Seconds())
+}

@@ -1,0 +1,372 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+
+	"github.com/drainpipe/drainpipe/predict"
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+)
+
+// ErrDrainTimeout reports a shutdown whose drain timeout passed before
+// every request was answered: the ones left were refused.
+var ErrDrainTimeout = errors.New("serve: drain timeout passed before every request was answered")
+
+// Server serves models over the Open Inference Protocol (v2), REST and
+// gRPC, each model through its own online batcher. Make one with New and
+// run it with Run.
+type Server struct {
+	specs   []ModelSpec
+	cfg     config
+	metrics *metrics
+
+	models   map[string]*model // set before ready is closed
+	order    []string
+	ready    chan struct{} // closed when every model has started
+	draining atomic.Bool
+	inflight atomic.Int64 // infer requests being answered
+}
+
+type config struct {
+	name, version string
+	logger        *slog.Logger
+	registry      *prometheus.Registry
+	maxBody       int64
+	drainTimeout  time.Duration
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithLogger sets where the server logs (access logs at Info). The default
+// discards.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithRegistry sets the Prometheus registry the server's metrics join. The
+// default is a registry of the server's own, with Go and process metrics.
+func WithRegistry(r *prometheus.Registry) Option { return func(c *config) { c.registry = r } }
+
+// WithMaxRequestBytes bounds a request body (REST) or message (gRPC). The
+// default is 64 MiB.
+func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithDrainTimeout bounds a graceful shutdown. The default is 30s.
+func WithDrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
+
+// WithServerVersion sets the name and version the server metadata reports.
+func WithServerVersion(name, version string) Option {
+	return func(c *config) { c.name, c.version = name, version }
+}
+
+// New returns a server for the models. Nothing starts until Run.
+func New(specs []ModelSpec, opts ...Option) (*Server, error) {
+	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20, drainTimeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(specs) == 0 {
+		return nil, errors.New("serve: no models")
+	}
+	seen := map[string]bool{}
+	for _, s := range specs {
+		if s.Name == "" {
+			return nil, errors.New("serve: a model without a name")
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("serve: model %q given twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if cfg.registry == nil {
+		cfg.registry = prometheus.NewRegistry()
+		cfg.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	met, err := newMetrics(cfg.registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{specs: specs, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once every model's sessions have started and answered a
+// warm-up row.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// isReady reports readiness: every model started and not draining.
+func (s *Server) isReady() bool {
+	select {
+	case <-s.ready:
+		return !s.draining.Load()
+	default:
+		return false
+	}
+}
+
+// Run serves REST on httpLn and gRPC on grpcLn (either may be nil) until
+// ctx ends, then shuts down gracefully: readiness turns false, the
+// listeners close, the requests taken are answered, and every model's
+// sessions shut down exactly once, all within the drain timeout. The
+// listeners answer liveness at once and readiness once the models have
+// started. Run returns nil after a clean drain, ErrDrainTimeout if
+// requests had to be refused, or the error that kept it from serving.
+func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
+	log := s.cfg.logger
+	var httpSrv *http.Server
+	var grpcSrv *grpc.Server
+	errc := make(chan error, 2)
+	var serving sync.WaitGroup
+	if httpLn != nil {
+		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		serving.Go(func() {
+			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serve: http: %w", err)
+			}
+		})
+		log.Info("listening", "protocol", "http", "addr", httpLn.Addr().String())
+	}
+	if grpcLn != nil {
+		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)))
+		pb.RegisterGRPCInferenceServiceServer(grpcSrv, &grpcService{s: s})
+		serving.Go(func() {
+			if err := grpcSrv.Serve(grpcLn); err != nil {
+				errc <- fmt.Errorf("serve: grpc: %w", err)
+			}
+		})
+		log.Info("listening", "protocol", "grpc", "addr", grpcLn.Addr().String())
+	}
+
+	startErr := s.startModels(ctx)
+	var runErr error
+	if startErr == nil {
+		close(s.ready)
+		log.Info("ready", "models", s.order)
+		select {
+		case <-ctx.Done():
+			log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.cfg.drainTimeout)
+		case runErr = <-errc:
+			log.Error("stopping", "error", runErr)
+		}
+	}
+	s.draining.Store(true)
+
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.drainTimeout)
+	defer cancel()
+	timedOut := s.stopListeners(drainCtx, httpSrv, grpcSrv)
+	serving.Wait()
+	closeErr := s.closeModels(drainCtx)
+	if closeErr != nil || timedOut {
+		closeErr = errors.Join(closeErr, ErrDrainTimeout)
+	}
+	log.Info("stopped")
+	return errors.Join(startErr, runErr, closeErr)
+}
+
+// startModels starts the models one after another; a failure closes the
+// ones started.
+func (s *Server) startModels(ctx context.Context) error {
+	for _, spec := range s.specs {
+		began := time.Now()
+		m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), s.metrics.observer(spec.Name))
+		if err != nil {
+			return err
+		}
+		m.ready.Store(true)
+		s.models[spec.Name] = m
+		s.order = append(s.order, spec.Name)
+		s.metrics.watchQueue(m)
+		s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.inputs), "outputs", names(m.outputs), "start", time.Since(began))
+	}
+	return nil
+}
+
+// stopListeners stops taking requests and waits for the ones taken. If
+// ctx ends first, it refuses what waits in the batchers (which answers
+// the requests still open), gives their answers a moment to leave, closes
+// the connections left and reports that it timed out.
+func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSrv *grpc.Server) (timedOut bool) {
+	var wg sync.WaitGroup
+	if httpSrv != nil {
+		wg.Go(func() { httpSrv.Shutdown(ctx) }) // returns when ctx ends at the latest
+	}
+	if grpcSrv != nil {
+		wg.Go(grpcSrv.GracefulStop)
+	}
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+		if ctx.Err() == nil {
+			return false
+		}
+	case <-ctx.Done():
+	}
+	s.closeModels(ctx)
+	for grace := time.Now().Add(time.Second); s.inflight.Load() > 0 && time.Now().Before(grace); {
+		time.Sleep(time.Millisecond)
+	}
+	if httpSrv != nil {
+		httpSrv.Close()
+	}
+	if grpcSrv != nil {
+		grpcSrv.Stop()
+	}
+	<-stopped
+	return true
+}
+
+// closeModels closes every started model's batcher, which logs its stats
+// (a second Close returns the first's shutdown errors).
+func (s *Server) closeModels(ctx context.Context) error {
+	var errs []error
+	for _, name := range s.order {
+		m := s.models[name]
+		m.ready.Store(false)
+		if err := m.batcher.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("model %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) isStarted() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// lookup finds a model by name and version ("" for any).
+func (s *Server) lookup(name, version string) (*model, error) {
+	if !s.isStarted() {
+		return nil, &Error{Code: CodeUnavailable, Err: errors.New("models are starting")}
+	}
+	m := s.models[name]
+	if m == nil {
+		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q; models: %v", name, s.order)}
+	}
+	if version != "" && version != m.version {
+		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("model %q has no version %q; it serves version %q", name, version, m.version)}
+	}
+	return m, nil
+}
+
+// inferRequest is a decoded infer request of either protocol.
+type inferRequest struct {
+	model, version, id string
+	inputs             []*tensor
+	outputs            []string      // requested; empty: all
+	timeout            time.Duration // 0: the model's default
+}
+
+type inferResponse struct {
+	model, version, id string
+	outputs            []*tensor
+	rows               int
+}
+
+// infer checks a request, runs it through the model's batcher and copies
+// out the requested outputs.
+func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, error) {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	m, err := s.lookup(req.model, req.version)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkOutputs(req.outputs); err != nil {
+		return nil, invalid(err)
+	}
+	rec, rows, err := m.record(req.inputs)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	defer rec.Release()
+	resp := &inferResponse{model: m.name, version: m.version, id: req.id, rows: rows}
+	if rows == 0 {
+		resp.outputs = m.emptyOutputs(req.outputs)
+		return resp, nil
+	}
+	if req.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.timeout)
+		defer cancel()
+	}
+	out, err := m.batcher.Predict(ctx, rec)
+	if err != nil {
+		if dl, ok := ctx.Deadline(); ok && errors.Is(err, context.Canceled) && !time.Now().Before(dl) {
+			// The client gave up at its deadline a moment before the
+			// server's copy of it passed (gRPC cancels the stream).
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		}
+		return nil, predictError(err)
+	}
+	defer out.Release()
+	if resp.outputs, err = m.tensors(out, req.outputs); err != nil {
+		return nil, &Error{Code: CodeInternal, Err: err}
+	}
+	return resp, nil
+}
+
+// predictError classifies a batcher's error.
+func predictError(err error) error {
+	switch {
+	case errors.Is(err, predict.ErrOverloaded):
+		return &Error{Code: CodeOverloaded, Err: err}
+	case errors.Is(err, predict.ErrClosed): // also when Close's own deadline passed
+		return &Error{Code: CodeUnavailable, Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeDeadline, Err: err}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: CodeCanceled, Err: err}
+	}
+	return &Error{Code: CodeInternal, Err: err}
+}
+
+// Code classifies a failed request; each maps to an HTTP status and a
+// gRPC code.
+type Code int
+
+// The failure classes.
+const (
+	CodeInvalid     Code = iota // 400, INVALID_ARGUMENT: a request that can never succeed
+	CodeNotFound                // 404, NOT_FOUND: no such model or version
+	CodeTooLarge                // 413, RESOURCE_EXHAUSTED: over the request size bound
+	CodeOverloaded              // 429, RESOURCE_EXHAUSTED: the queue is full; retry later
+	CodeCanceled                // 499, CANCELLED: the client went away
+	CodeInternal                // 500, INTERNAL: the device failed
+	CodeUnavailable             // 503, UNAVAILABLE: starting or shutting down
+	CodeDeadline                // 504, DEADLINE_EXCEEDED: the deadline passed first
+)
+
+// Error is a failed request: its class and cause.
+type Error struct {
+	Code Code
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func invalid(err error) error { return &Error{Code: CodeInvalid, Err: err} }
+
+// codeOf returns an error's class.
+func codeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
