@@ -126,7 +126,9 @@ type numeric[T, W number] struct {
 
 func (d numeric[T, W]) arrowType() arrow.DataType { return d.typ }
 
-func (d numeric[T, W]) fromJSON(raw json.RawMessage, n int) (any, error) { return decodeJSON[T](raw, n) }
+func (d numeric[T, W]) fromJSON(raw json.RawMessage, n int) (any, error) {
+	return decodeJSON[T](raw, n)
+}
 
 func (d numeric[T, W]) fromContents(c *pb.InferTensorContents) (any, error) {
 	src := *d.field(c)
