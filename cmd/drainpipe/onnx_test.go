@@ -3,6 +3,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,5 +34,37 @@ func TestONNXModel(t *testing.T) {
 	stdout, _, err = drainpipe("inspect", out)
 	if err != nil || !strings.Contains(stdout, "probabilities") || !strings.Contains(stdout, "class") {
 		t.Fatalf("inspect: %v\n%s", err, stdout)
+	}
+}
+
+// An ONNX model served: its metadata names the ONNX input, and a gRPC
+// request gets the model's outputs.
+func TestServeONNXModel(t *testing.T) {
+	if onnx.DefaultLibrary() == "" {
+		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+	}
+	model, _ := filepath.Abs(filepath.Join("..", "..", "device", "onnx", "testdata", "mlp.onnx"))
+	s := startServe(t, "--model", model)
+	resp, err := http.Get(s.http + "/v2/models/mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"platform":"onnxruntime_onnx"`) || !strings.Contains(string(body), `"shape":[-1,64]`) {
+		t.Fatalf("metadata: %d %s", resp.StatusCode, body)
+	}
+	var meta struct {
+		Inputs []struct{ Name string }
+	}
+	json.Unmarshal(body, &meta)
+	resp, err = http.Post(s.http+"/v2/models/mlp/infer", "application/json", bytes.NewReader(featureBodyNamed(meta.Inputs[0].Name, 3, 64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"shape":[3]`) {
+		t.Fatalf("infer: %d %s", resp.StatusCode, body)
 	}
 }

@@ -94,12 +94,14 @@ func startServe(t *testing.T, args ...string) *served {
 	return s
 }
 
-func featureBody(rows, width int) []byte {
+// featureBodyNamed is a REST infer body of rows×width FP32 values for the
+// input name.
+func featureBodyNamed(name string, rows, width int) []byte {
 	data := make([]float32, rows*width)
 	for i := range data {
 		data[i] = float32(i%97) / 50
 	}
-	b, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{rows, width}, "data": data}}})
+	b, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{"name": name, "datatype": "FP32", "shape": []int{rows, width}, "data": data}}})
 	return b
 }
 
@@ -122,7 +124,7 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 	var answered, refused atomic.Int64
 	var unclean sync.Map
 	var wg sync.WaitGroup
-	body := featureBody(3, 16)
+	body := featureBodyNamed("features", 3, 16)
 	for w := range 6 {
 		wg.Go(func() {
 			for {
