@@ -53,8 +53,8 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
-	"github.com/drainpipe/drainpipe/tensor"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+	"github.com/drainpipe/drainpipe/tensor"
 )
 
 const width = 64
