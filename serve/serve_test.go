@@ -49,7 +49,6 @@ func libraryPredictions(t *testing.T, m device.Model, rs [][]float32) (classes [
 		classes = append(classes, out.Column(0).(*array.Int64).Int64Values()...)
 		l := out.Column(1).(*array.FixedSizeList)
 		probs = append(probs, l.ListValues().(*array.Float32).Float32Values()[l.Offset()*3:(l.Offset()+l.Len())*3]...)
-		out.Release()
 	}
 	return classes, probs
 }
