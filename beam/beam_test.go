@@ -1,0 +1,278 @@
+package dpbeam
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+const (
+	width     = 64
+	totalRows = 50_003
+)
+
+// testSessions counts the sessions of models loaded by the "counting"
+// loader, across every DoFn instance of the process.
+var testSessions struct{ started, shutDown atomic.Int64 }
+
+func init() {
+	RegisterLoader("counting", func(path string) (*Model, error) {
+		m, err := loadMLP(path)
+		if err != nil {
+			return nil, err
+		}
+		m.Device = countingModel{m.Device}
+		return m, nil
+	})
+}
+
+type countingModel struct{ device.Model }
+
+func (m countingModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+	s, err := m.Model.Start(ctx, cfg)
+	if err == nil {
+		testSessions.started.Add(1)
+		s = countingSession{s}
+	}
+	return s, err
+}
+
+type countingSession struct{ device.Session }
+
+func (s countingSession) Shutdown(ctx context.Context) error {
+	testSessions.shutDown.Add(1)
+	return s.Session.Shutdown(ctx)
+}
+
+// inputs writes 50,003 rows (ids 0..50,002) to three Parquet files: 20,000
+// rows in row groups of 4,096, 20,000 in a single row group, and 10,003 in
+// groups of 1,000; and a model. It returns the folder.
+func inputs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	all := dataset.UniformTensors(memory.DefaultAllocator, totalRows, width, 4096, 5)
+	parts := []struct {
+		name       string
+		skip, take int64
+		group      int64
+	}{{"a.parquet", 0, 20_000, 4096}, {"b.parquet", 20_000, 20_000, 20_000}, {"c.parquet", 40_000, 10_003, 1000}}
+	for _, p := range parts {
+		w, err := sink.Create(filepath.Join(dir, p.name), all.Schema(), sink.WithRowGroupRows(p.group))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dataset.Copy(w, dataset.Take(dataset.Skip(all, p.skip), p.take).Records()); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := cpu.NewMLP([]int{width, 32, 10}, cpu.ReLU, rand.New(rand.NewPCG(4, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveFile(filepath.Join(dir, "model.dpmlp")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// prediction is one output row.
+type prediction struct {
+	class int64
+	probs string
+}
+
+// readPredictions reads id → prediction from Parquet files, failing on an
+// id seen twice.
+func readPredictions(t *testing.T, pattern string) map[int64]prediction {
+	t.Helper()
+	ds, err := dataset.Files([]string{pattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]prediction{}
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.Schema()
+		ids := rec.Column(s.FieldIndices("id")[0]).(*array.Int64)
+		classes := rec.Column(s.FieldIndices("class")[0]).(*array.Int64)
+		probs := rec.Column(s.FieldIndices("probabilities")[0]).(*array.FixedSizeList)
+		for i := range int(rec.NumRows()) {
+			id := ids.Value(i)
+			if _, dup := out[id]; dup {
+				t.Fatalf("%s: id %d twice", pattern, id)
+			}
+			out[id] = prediction{class: classes.Value(i), probs: probs.ValueStr(i)}
+		}
+	}
+	return out
+}
+
+// reference runs the core's job over the same inputs into one file.
+func reference(t *testing.T, dir string) map[int64]prediction {
+	t.Helper()
+	m, err := cpu.LoadFile(filepath.Join(dir, "model.dpmlp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "ref.parquet")
+	if _, err := job.Run(t.Context(), job.Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Output: out,
+		Model: m, InputSize: width, Keep: []string{"id"}, BatchSize: 256}); err != nil {
+		t.Fatal(err)
+	}
+	return readPredictions(t, out)
+}
+
+// run builds and runs the pipeline on Prism, skipping the test if Prism
+// cannot start.
+func run(t *testing.T, cfg Config) error {
+	t.Helper()
+	p, s := beamPipeline(cfg)
+	_, err := executePrism(context.Background(), p, s)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		t.Skipf("Prism did not start: %v", err)
+	}
+	return err
+}
+
+func beamPipeline(cfg Config) (*beam.Pipeline, beam.Scope) {
+	p, s := beam.NewPipelineWithRoot()
+	Predict(s, cfg)
+	return p, s
+}
+
+func executePrism(ctx context.Context, p *beam.Pipeline, _ beam.Scope) (beam.PipelineResult, error) {
+	return prism.Execute(ctx, p)
+}
+
+func TestMain(m *testing.M) {
+	beam.Init()
+	os.Exit(m.Run())
+}
+
+// The pipeline on Prism writes exactly the core job's predictions, every
+// row once, a file a shard, the manifest last; every session started is
+// shut down.
+func TestPipelineMatchesJob(t *testing.T) {
+	dir := inputs(t)
+	want := reference(t, dir)
+	out := filepath.Join(t.TempDir(), "out")
+	started, down := testSessions.started.Load(), testSessions.shutDown.Load()
+	cfg := Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"), Loader: "counting",
+		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+	if err := run(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := readPredictions(t, filepath.Join(out, "part-*.parquet"))
+	if len(got) != totalRows || len(want) != totalRows {
+		t.Fatalf("%d rows from the pipeline, %d from the job, want %d", len(got), len(want), totalRows)
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("id %d: pipeline %+v, job %+v", id, got[id], w)
+		}
+	}
+	var man Manifest
+	data, err := os.ReadFile(filepath.Join(out, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &man); err != nil {
+		t.Fatal(err)
+	}
+	// a: 20,000 rows in 5 groups → 3 shards; b: one group → 1; c: 11 groups → 2.
+	names := make([]string, len(man.Files))
+	for i, f := range man.Files {
+		names[i] = f.File
+	}
+	wantNames := []string{"part-00000-000-of-003.parquet", "part-00000-001-of-003.parquet", "part-00000-002-of-003.parquet",
+		"part-00001-000-of-001.parquet", "part-00002-000-of-002.parquet", "part-00002-001-of-002.parquet"}
+	if man.Rows != totalRows || !slices.Equal(names, wantNames) {
+		t.Errorf("manifest: %d rows, files %v; want %d, %v", man.Rows, names, totalRows, wantNames)
+	}
+	if _, err := os.Stat(filepath.Join(out, SuccessName)); err != nil {
+		t.Errorf("no %s: %v", SuccessName, err)
+	}
+	s, d := testSessions.started.Load()-started, testSessions.shutDown.Load()-down
+	if s == 0 || s != d {
+		t.Errorf("%d sessions started, %d shut down", s, d)
+	}
+	t.Logf("%d shards, %d sessions started and shut down", len(man.Files), s)
+}
+
+// A shard whose first attempt fails: Prism does not retry a failed bundle,
+// so the pipeline fails with the shard's error, and no manifest or
+// _SUCCESS claims the output complete.
+func TestFailedShardFailsThePipeline(t *testing.T) {
+	dir := inputs(t)
+	out := filepath.Join(t.TempDir(), "out")
+	// Over the output of an earlier complete run, whose marker must go.
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ManifestName, SuccessName} {
+		if err := os.WriteFile(filepath.Join(out, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	testFault = func(sh Shard) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[sh.Name()]++
+		if sh.File == 1 && attempts[sh.Name()] == 1 {
+			return fmt.Errorf("injected failure of %s", sh.Name())
+		}
+		return nil
+	}
+	defer func() { testFault = nil }()
+	err := run(t, Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
+		Output: out, Keep: []string{"id"}, RowsPerShard: 8192})
+	mu.Lock()
+	retried := attempts["part-00001-000-of-001.parquet"] > 1
+	mu.Unlock()
+	t.Logf("the runner retried the failed shard: %v", retried)
+	if retried {
+		// A runner that retries: every row exactly once.
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readPredictions(t, filepath.Join(out, "part-*.parquet")); len(got) != totalRows {
+			t.Fatalf("%d rows after a retry, want %d", len(got), totalRows)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "injected failure of part-00001-000-of-001.parquet") {
+		t.Fatalf("pipeline: %v, want the injected failure", err)
+	}
+	for _, name := range []string{ManifestName, SuccessName} {
+		if _, err := os.Stat(filepath.Join(out, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after a failed pipeline: %v", name, err)
+		}
+	}
+}

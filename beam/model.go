@@ -1,0 +1,147 @@
+package dpbeam
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/device/cpu"
+)
+
+// Model is a loaded model: the device model and what a job needs of it.
+type Model struct {
+	Device    device.Model
+	InputSize int    // features per row
+	Feature   string // the tensor column it reads; "" for "features"
+}
+
+// Loader loads a model file.
+type Loader func(path string) (*Model, error)
+
+// A Beam worker runs DoFns it decodes from the pipeline: they can carry
+// names, not live values. So loaders are found by name, and loaded models
+// are shared by every DoFn instance of the process.
+var (
+	loadersMu sync.Mutex
+	loaders   = map[string]Loader{"": loadMLP}
+
+	handlesMu sync.Mutex
+	handles   = map[string]*handle{}
+)
+
+// RegisterLoader makes a loader known by name to the workers of this
+// binary; Config.Loader selects it. Call it from an init function, as
+// Beam's own registrations are: for ONNX models, say, in a cgo build with
+// the ONNX Runtime library in the worker's container.
+func RegisterLoader(name string, l Loader) {
+	loadersMu.Lock()
+	defer loadersMu.Unlock()
+	loaders[name] = l
+}
+
+func loadMLP(path string) (*Model, error) {
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".onnx" {
+		return nil, fmt.Errorf("dpbeam: %s: no loader for ONNX models in this binary; register one (RegisterLoader) in a cgo build", path)
+	}
+	m, err := cpu.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// Several DoFns share a worker's cores: each session single-threaded.
+	m.Serial = true
+	return &Model{Device: m, InputSize: m.InputSize(), Feature: m.Feature}, nil
+}
+
+// handle is a model loaded once per process and counted: Setup acquires,
+// Teardown releases. Teardown is best effort on Beam (Prism and Dataflow
+// may never call it), and that is safe here: a handle holds weights only.
+// Sessions, which hold a device, start and shut down inside each shard's
+// job, so none outlives the bundle that started it.
+type handle struct {
+	model *Model
+	id    string // content digest, for the job's resume fingerprint
+	refs  int
+	stats sessionStats
+}
+
+// sessionStats count a handle's sessions and their start time.
+type sessionStats struct {
+	started, shutDown atomic.Int64
+	startNanos        atomic.Int64
+}
+
+func acquire(loader, path string) (*handle, error) {
+	key := loader + "\x00" + path
+	handlesMu.Lock()
+	defer handlesMu.Unlock()
+	if h := handles[key]; h != nil {
+		h.refs++
+		return h, nil
+	}
+	loadersMu.Lock()
+	load := loaders[loader]
+	loadersMu.Unlock()
+	if load == nil {
+		return nil, fmt.Errorf("dpbeam: no loader %q registered in this binary", loader)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dpbeam: model: %w", err)
+	}
+	m, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	h := &handle{model: m, id: hex.EncodeToString(sum[:]), refs: 1}
+	handles[key] = h
+	return h, nil
+}
+
+func release(loader, path string) {
+	key := loader + "\x00" + path
+	handlesMu.Lock()
+	defer handlesMu.Unlock()
+	if h := handles[key]; h != nil {
+		if h.refs--; h.refs == 0 {
+			delete(handles, key)
+		}
+	}
+}
+
+// device returns the handle's model counting its sessions.
+func (h *handle) device() device.Model { return countedModel{h.model.Device, &h.stats} }
+
+type countedModel struct {
+	device.Model
+	stats *sessionStats
+}
+
+func (m countedModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+	began := time.Now()
+	s, err := m.Model.Start(ctx, cfg)
+	m.stats.startNanos.Add(int64(time.Since(began)))
+	if err != nil {
+		return nil, err
+	}
+	m.stats.started.Add(1)
+	return countedSession{s, m.stats}, nil
+}
+
+type countedSession struct {
+	device.Session
+	stats *sessionStats
+}
+
+func (s countedSession) Shutdown(ctx context.Context) error {
+	s.stats.shutDown.Add(1)
+	return s.Session.Shutdown(ctx)
+}

@@ -1,0 +1,212 @@
+package dpbeam
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/job"
+)
+
+// ErrRowsLost reports shards whose rows written differ from the rows their
+// inputs declare: the pipeline's output is not complete.
+var ErrRowsLost = errors.New("dpbeam: rows lost")
+
+// Config describes a Beam prediction job. It travels to the workers as
+// part of the pipeline, so it holds names and numbers only.
+type Config struct {
+	Inputs []string // files or glob patterns, as the workers see them
+	Model  string   // the model file
+	Loader string   // a loader registered with RegisterLoader; "" for .dpmlp
+	Output string   // the output folder: one Parquet file a shard, a manifest
+
+	FeatureColumn string   // the tensor column the model reads; "" for the model's
+	Keep          []string // input columns written next to the predictions
+	BatchSize     int      // rows a batch (default 256)
+	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
+	// files of many row groups split into several shards.
+	RowsPerShard int64
+}
+
+// Result is one committed shard.
+type Result struct {
+	Shard Shard
+	File  string // output file name in the output folder
+	Rows  int64  // rows written
+	// WallNanos is the shard's job, SessionStartNanos the part of it spent
+	// starting its device sessions.
+	WallNanos, SessionStartNanos int64
+}
+
+// Manifest is the output folder's _manifest.json, written once every shard
+// has committed.
+type Manifest struct {
+	Inputs []string         `json:"inputs"`
+	Model  string           `json:"model"`
+	Rows   int64            `json:"rows"`
+	Files  []ManifestRecord `json:"files"`
+}
+
+// ManifestRecord is one output file of the manifest.
+type ManifestRecord struct {
+	File  string `json:"file"`
+	Input string `json:"input"`
+	Part  string `json:"part"` // "i/n" of the input's row groups
+	Rows  int64  `json:"rows"`
+}
+
+// ManifestName and SuccessName are the files the last step writes.
+const (
+	ManifestName = "_manifest.json"
+	SuccessName  = "_SUCCESS"
+)
+
+func init() {
+	beam.RegisterType(reflect.TypeFor[Shard]())
+	beam.RegisterType(reflect.TypeFor[Result]())
+	register.DoFn3x1[context.Context, []byte, func(Shard), error](&expandFn{})
+	register.DoFn3x1[context.Context, Shard, func(Result), error](&predictFn{})
+	register.DoFn3x1[context.Context, int, func(*Result) bool, error](&manifestFn{})
+	register.Emitter1[Shard]()
+	register.Emitter1[Result]()
+	register.Iter1[Result]()
+}
+
+// Predict adds the job to the pipeline: it expands the inputs into shards,
+// spreads them across workers, predicts each into its own Parquet file of
+// the output folder (keys and predictions, one row an input row), and
+// writes the manifest and _SUCCESS once every shard has committed. It
+// returns the committed shards.
+func Predict(s beam.Scope, cfg Config) beam.PCollection {
+	s = s.Scope("drainpipe.Predict")
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 256
+	}
+	if cfg.RowsPerShard <= 0 {
+		cfg.RowsPerShard = 1 << 18
+	}
+	shards := beam.ParDo(s, &expandFn{Cfg: cfg}, beam.Impulse(s))
+	results := beam.ParDo(s, &predictFn{Cfg: cfg}, beam.Reshuffle(s, shards))
+	beam.ParDo0(s, &manifestFn{Cfg: cfg}, beam.GroupByKey(s, beam.AddFixedKey(s, results)))
+	return results
+}
+
+// expandFn lists the shards, on a worker: the files are the workers'.
+type expandFn struct{ Cfg Config }
+
+func (f *expandFn) ProcessElement(_ context.Context, _ []byte, emit func(Shard)) error {
+	if err := os.MkdirAll(f.Cfg.Output, 0o755); err != nil {
+		return fmt.Errorf("dpbeam: output: %w", err)
+	}
+	// A previous run's marker must not vouch for this run's files: the
+	// last step writes them again once every shard has committed.
+	for _, name := range []string{SuccessName, ManifestName} {
+		if err := os.Remove(filepath.Join(f.Cfg.Output, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("dpbeam: output: %w", err)
+		}
+	}
+	shards, err := Expand(f.Cfg.Inputs, f.Cfg.RowsPerShard)
+	if err != nil {
+		return err
+	}
+	for _, sh := range shards {
+		emit(sh)
+	}
+	return nil
+}
+
+// testFault, set by tests, fails a shard's attempt before it runs.
+var testFault func(Shard) error
+
+// predictFn runs the core's job on one shard, into its own file.
+type predictFn struct {
+	Cfg Config
+	h   *handle
+}
+
+func (f *predictFn) Setup() error {
+	h, err := acquire(f.Cfg.Loader, f.Cfg.Model)
+	f.h = h
+	return err
+}
+
+func (f *predictFn) Teardown() {
+	if f.h != nil {
+		release(f.Cfg.Loader, f.Cfg.Model)
+		f.h = nil
+	}
+}
+
+func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Result)) error {
+	if testFault != nil {
+		if err := testFault(sh); err != nil {
+			return err
+		}
+	}
+	m := f.h.model
+	out := filepath.Join(f.Cfg.Output, sh.Name())
+	startBefore := f.h.stats.startNanos.Load()
+	sum, err := job.Run(ctx, job.Config{
+		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
+		Model: f.h.device(), ModelID: f.h.id, InputSize: m.InputSize,
+		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Keep: f.Cfg.Keep,
+		BatchSize: f.Cfg.BatchSize, Shard: dataset.Shard{Index: sh.Index, Count: sh.Count},
+		Logger: slog.Default().With("shard", sh.Name()),
+	})
+	if err != nil {
+		return fmt.Errorf("dpbeam: shard %s: %w", sh.describe(), err)
+	}
+	if sh.Rows >= 0 && sum.Rows != sh.Rows {
+		return fmt.Errorf("%w: shard %s wrote %d rows, its metadata declares %d", ErrRowsLost, sh.describe(), sum.Rows, sh.Rows)
+	}
+	emit(Result{Shard: sh, File: sh.Name(), Rows: sum.Rows, WallNanos: int64(sum.Wall),
+		SessionStartNanos: f.h.stats.startNanos.Load() - startBefore})
+	return nil
+}
+
+// manifestFn writes the manifest and _SUCCESS after every shard.
+type manifestFn struct{ Cfg Config }
+
+func (f *manifestFn) ProcessElement(_ context.Context, _ int, results func(*Result) bool) error {
+	man := Manifest{Inputs: f.Cfg.Inputs, Model: f.Cfg.Model}
+	var r Result
+	seen := map[string]bool{}
+	var wall, start time.Duration
+	for results(&r) {
+		if seen[r.File] {
+			continue // a retried shard reported twice: its file was rewritten, not added
+		}
+		seen[r.File] = true
+		man.Files = append(man.Files, ManifestRecord{File: r.File, Input: r.Shard.Path, Part: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count), Rows: r.Rows})
+		man.Rows += r.Rows
+		wall += time.Duration(r.WallNanos)
+		start += time.Duration(r.SessionStartNanos)
+	}
+	slices.SortFunc(man.Files, func(a, b ManifestRecord) int { return cmp.Compare(a.File, b.File) })
+	data, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(f.Cfg.Output, ManifestName), append(data, '\n')); err != nil {
+		return fmt.Errorf("dpbeam: manifest: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(f.Cfg.Output, SuccessName), nil); err != nil {
+		return fmt.Errorf("dpbeam: %s: %w", SuccessName, err)
+	}
+	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "files", len(man.Files), "rows", man.Rows,
+		"shard_wall", wall, "session_start", start)
+	return nil
+}
