@@ -127,6 +127,13 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 	if err != nil {
 		return nil, 0, err
 	}
+	if c.Shard.Count > 1 && set.DeclaredRows() == 0 {
+		// Shards are dealt whole files, or else row groups (record
+		// batches, chunks); a row group is the smallest part of a Parquet
+		// file a reader decodes on its own, so it is not split.
+		c.Logger.Warn("this shard holds no rows: the input has fewer files and row groups than shards; write it with smaller row groups, or run fewer shards",
+			"shard", c.Shard.String(), "files", len(files))
+	}
 	schema := set.Schema()
 	columns := slices.Clone(c.Keep)
 	var gathered []string

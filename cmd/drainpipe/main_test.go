@@ -330,6 +330,19 @@ func TestPredictInspectOverwriteAndStats(t *testing.T) {
 	if rows != 1000 {
 		t.Fatalf("shards wrote %d rows, want 1000", rows)
 	}
+	// One file of one row group: shard 0 gets every row, and shard 1 says
+	// why it gets none.
+	one := filepath.Join(dir, "in-0.parquet")
+	for i, want := range []string{"rows=500", "rows=0"} {
+		o := filepath.Join(dir, fmt.Sprintf("one-%d.parquet", i))
+		stdout, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", one, "--output", o, "--shard", fmt.Sprintf("%d/2", i))
+		if err != nil || !strings.Contains(stdout, want) {
+			t.Fatalf("shard %d/2 of one row group: %v, %q, want %s", i, err, stdout, want)
+		}
+		if warned := strings.Contains(stderr, "this shard holds no rows"); warned != (i == 1) {
+			t.Errorf("shard %d/2 of one row group: warning %v: %s", i, warned, stderr)
+		}
+	}
 }
 
 // The demo keeps its folder, reuses it on the next run, and ends with
