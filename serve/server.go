@@ -127,7 +127,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	errc := make(chan error, 2)
 	var serving sync.WaitGroup
 	if httpLn != nil {
-		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		serving.Go(func() {
 			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("serve: http: %w", err)

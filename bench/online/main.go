@@ -28,8 +28,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -41,6 +39,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -89,7 +88,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	sizes := ints(*sizesFlag)
+	sizes := must(cliflag.Ints(*sizesFlag))
 	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
 	check(err)
 	b := &bench{model: model, schema: dataset.TensorSchema(width), batch: *batch, sizes: sizes,
@@ -111,8 +110,8 @@ func main() {
 	sat0, st0 := b.saturation(0)
 	b.row(fmt.Sprintf("saturation, %d callers", b.callers), 0, 0, 0, sat0, offline, st0)
 	capacity := max(sat, sat0)
-	for _, d := range durations(*delaysFlag) {
-		for _, load := range floats(*loadsFlag) {
+	for _, d := range must(cliflag.Durations(*delaysFlag)) {
+		for _, load := range must(cliflag.Floats(*loadsFlag)) {
 			rate := load * capacity
 			got, st := b.openLoop(d, rate, false)
 			b.row("batcher", d, load, rate, got, offline, st)
@@ -267,40 +266,14 @@ func one(ds *dataset.Dataset) arrow.RecordBatch {
 	panic("empty dataset")
 }
 
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		check(err)
-		out = append(out, n)
-	}
-	return out
-}
-
-func floats(s string) []float64 {
-	var out []float64
-	for _, f := range strings.FieldsFunc(s, isComma) {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		check(err)
-		out = append(out, v)
-	}
-	return out
-}
-
-func durations(s string) []time.Duration {
-	var out []time.Duration
-	for _, f := range strings.FieldsFunc(s, isComma) {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		check(err)
-		out = append(out, d)
-	}
-	return out
-}
-
-func isComma(r rune) bool { return r == ',' }
-
 func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// must returns v, or ends the program on err.
+func must[T any](v T, err error) T {
+	check(err)
+	return v
 }

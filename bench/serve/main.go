@@ -37,8 +37,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -51,6 +49,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
@@ -115,7 +114,7 @@ func main() {
 		cpu.BLASName, *sessions, *callers, runtime.GOMAXPROCS(0))
 	out := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(out, "run\tprotocol\trows/request\tload\toffered req/s\treq/s\trows/s\t× in-process\tp50\tp99\terrors\t")
-	for _, rows := range ints(*sizesFlag) {
+	for _, rows := range must(cliflag.Ints(*sizesFlag)) {
 		data := features(rows)
 		calls := map[string]call{
 			"in-process": inProcess(bt, schema, data, rows),
@@ -127,7 +126,7 @@ func main() {
 		for _, proto := range []string{"http", "grpc"} {
 			sat := closedLoop(calls[proto], *callers, *duration)
 			report(out, "saturation", proto, rows, 0, 0, sat, ref)
-			for _, load := range floats(*loadsFlag) {
+			for _, load := range must(cliflag.Floats(*loadsFlag)) {
 				rate := load * float64(sat.requests) / sat.elapsed.Seconds()
 				if rate == 0 {
 					continue
@@ -288,28 +287,14 @@ func report(w io.Writer, run, proto string, rows int, load, offered float64, r, 
 		r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors)
 }
 
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		check(err)
-		out = append(out, n)
-	}
-	return out
-}
-
-func floats(s string) []float64 {
-	var out []float64
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		check(err)
-		out = append(out, v)
-	}
-	return out
-}
-
 func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// must returns v, or ends the program on err.
+func must[T any](v T, err error) T {
+	check(err)
+	return v
 }

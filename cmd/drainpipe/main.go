@@ -19,6 +19,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 )
 
 const usage = `drainpipe: batch inference over Arrow data
@@ -84,15 +86,4 @@ func oneLine(err error) string {
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
+type listFlag = cliflag.List

@@ -14,29 +14,16 @@ import (
 	"context"
 	"flag"
 	"log"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	dpbeam "github.com/drainpipe/drainpipe/beam"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 )
 
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
 func main() {
-	var inputs, keep listFlag
+	var inputs, keep cliflag.List
 	flag.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv), as the workers see them; repeatable")
 	model := flag.String("model", "", "the model file (.dpmlp), as the workers see it")
 	loader := flag.String("loader", "", "a model loader registered in this binary (default: drainpipe MLP files)")
