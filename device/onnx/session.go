@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -60,31 +59,33 @@ func columnType(elem arrow.DataType, dims ort.Shape, width int) arrow.DataType {
 	return arrow.FixedSizeListOfNonNullable(int32(width), elem)
 }
 
-// session is one device session: an ONNX Runtime session for each allowed
-// batch size, with its tensors bound.
+// session is one device session: one ONNX Runtime session for every
+// allowed batch size, run on tensors over the batch's Arrow memory where it
+// can (no copy in), writing into the output record's buffers (no copy out).
 type session struct {
 	m      *Model
 	mem    memory.Allocator
+	run    *ort.DynamicAdvancedSession
 	shapes map[int]*shape
+	outs   []output
 	schema *arrow.Schema
 	down   bool
 }
 
+// shape holds, for one batch size, the input tensors that columns are
+// copied into when no tensor can be made over their memory (list columns,
+// whose padding rows are empty).
 type shape struct {
 	rows int
-	run  *ort.AdvancedSession
 	ins  []input
-	outs []output
 }
 
 type input interface {
 	value() ort.Value
+	// view returns a tensor over the column's values, or nil if the
+	// column's layout needs a copy.
+	view(col arrow.Array, rows int) (ort.Value, error)
 	fill(col arrow.Array, live int) error
-}
-
-type output interface {
-	value() ort.Value
-	column(mem memory.Allocator) arrow.Array
 }
 
 func newSession(m *Model, cfg device.SessionConfig) (s *session, err error) {
@@ -119,11 +120,21 @@ func newSession(m *Model, cfg device.SessionConfig) (s *session, err error) {
 		sizes = []int{cfg.BatchSize}
 	}
 	for _, rows := range sizes {
-		sh, err := m.bind(rows, cfg.Schema, opts)
+		sh, err := m.bind(rows)
 		if err != nil {
 			return nil, err
 		}
 		s.shapes[rows] = sh
+	}
+	for _, io := range m.outputs {
+		out, err := newOutput(io)
+		if err != nil {
+			return nil, err
+		}
+		s.outs = append(s.outs, out)
+	}
+	if s.run, err = ort.NewDynamicAdvancedSession(m.path, m.Inputs(), m.Outputs(), opts); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrModel, m.path, err)
 	}
 	return s, nil
 }
@@ -174,10 +185,9 @@ func fits(dt, want arrow.DataType, width int) error {
 	return nil
 }
 
-// bind creates the tensors and the session for batches of rows rows.
-func (m *Model) bind(rows int, schema *arrow.Schema, opts *ort.SessionOptions) (*shape, error) {
+// bind creates the input tensors for batches of rows rows.
+func (m *Model) bind(rows int) (*shape, error) {
 	sh := &shape{rows: rows}
-	var inVals, outVals []ort.Value
 	for _, io := range m.inputs {
 		in, err := newInput(io, rows)
 		if err != nil {
@@ -185,42 +195,24 @@ func (m *Model) bind(rows int, schema *arrow.Schema, opts *ort.SessionOptions) (
 			return nil, err
 		}
 		sh.ins = append(sh.ins, in)
-		inVals = append(inVals, in.value())
 	}
-	for _, io := range m.outputs {
-		out, err := newOutput(io, rows)
-		if err != nil {
-			sh.destroy()
-			return nil, err
-		}
-		sh.outs = append(sh.outs, out)
-		outVals = append(outVals, out.value())
-	}
-	run, err := ort.NewAdvancedSession(m.path, m.Inputs(), m.Outputs(), inVals, outVals, opts)
-	if err != nil {
-		sh.destroy()
-		return nil, fmt.Errorf("%w: %s: %v", ErrModel, m.path, err)
-	}
-	sh.run = run
 	return sh, nil
 }
 
 func (sh *shape) destroy() error {
 	var errs []error
-	if sh.run != nil {
-		errs = append(errs, sh.run.Destroy())
-	}
 	for _, in := range sh.ins {
 		errs = append(errs, in.value().Destroy())
-	}
-	for _, out := range sh.outs {
-		errs = append(errs, out.value().Destroy())
 	}
 	return errors.Join(errs...)
 }
 
 func (s *session) destroy() error {
 	var errs []error
+	if s.run != nil {
+		errs = append(errs, s.run.Destroy())
+		s.run = nil
+	}
 	for _, sh := range s.shapes {
 		errs = append(errs, sh.destroy())
 	}
@@ -235,18 +227,46 @@ func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch,
 		return nil, fmt.Errorf("onnx: batch of %d rows, the session was bound for %v", rows, keys(s.shapes))
 	}
 	schema := b.Record.Schema()
+	ins := make([]ort.Value, len(sh.ins))
 	for i, io := range s.m.inputs {
 		name := s.m.column(io.Name)
-		if err := sh.ins[i].fill(b.Record.Column(schema.FieldIndices(name)[0]), b.Rows()); err != nil {
+		col := b.Record.Column(schema.FieldIndices(name)[0])
+		view, err := sh.ins[i].view(col, rows)
+		if err == nil && view == nil {
+			err = sh.ins[i].fill(col, b.Rows())
+			ins[i] = sh.ins[i].value()
+		} else if view != nil {
+			ins[i] = view
+			defer view.Destroy()
+		}
+		if err != nil {
 			return nil, fmt.Errorf("onnx: input %q, column %q: %w", io.Name, name, err)
 		}
 	}
-	if err := sh.run.Run(); err != nil {
+	outs := make([]ort.Value, len(s.outs))
+	bufs := make([]*memory.Buffer, len(s.outs))
+	defer func() {
+		for i := range outs {
+			if outs[i] != nil {
+				outs[i].Destroy()
+			}
+			if bufs[i] != nil {
+				bufs[i].Release()
+			}
+		}
+	}()
+	for i, out := range s.outs {
+		var err error
+		if outs[i], bufs[i], err = out.alloc(s.mem, rows); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.run.Run(ins, outs); err != nil {
 		return nil, fmt.Errorf("onnx: run: %w", err)
 	}
-	cols := make([]arrow.Array, len(sh.outs))
-	for i, out := range sh.outs {
-		cols[i] = out.column(s.mem)
+	cols := make([]arrow.Array, len(s.outs))
+	for i, out := range s.outs {
+		cols[i] = out.column(bufs[i], rows)
 		defer cols[i].Release()
 	}
 	return array.NewRecordBatch(s.schema, cols, int64(rows)), nil
@@ -299,6 +319,35 @@ func newTensorIn[T element](shape ort.Shape, width int) (input, error) {
 }
 
 func (in *tensorIn[T]) value() ort.Value { return in.t }
+
+// view makes a tensor over a fixed_size_list or primitive column's values:
+// ONNX Runtime reads the batch where Arrow holds it.
+func (in *tensorIn[T]) view(col arrow.Array, rows int) (ort.Value, error) {
+	w := in.width
+	var vals []T
+	var err error
+	switch c := col.(type) {
+	case *array.FixedSizeList:
+		if c.NullN() > 0 {
+			return nil, fmt.Errorf("%w: a row is null", tensor.ErrNull)
+		}
+		if vals, err = typed[T](c.ListValues()); err != nil {
+			return nil, err
+		}
+		vals = vals[c.Offset()*w : (c.Offset()+rows)*w]
+	case array.ListLike:
+		return nil, nil
+	default:
+		if vals, err = typed[T](col); err != nil {
+			return nil, err
+		}
+	}
+	t, err := ort.NewTensor(in.t.GetShape(), vals)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: input tensor: %w", err)
+	}
+	return t, nil
+}
 
 // fill copies the column into the tensor. Padding rows of a list column
 // are empty lists: they become zeros.
@@ -365,61 +414,62 @@ func typed[T element](arr arrow.Array) ([]T, error) {
 	return v, nil
 }
 
-type tensorOut[T element] struct {
-	t     *ort.Tensor[T]
+// output is one model output: the Arrow column it becomes.
+type output struct {
+	dt    ort.TensorElementDataType
+	dims  ort.Shape // past the batch dimension
 	typ   arrow.DataType
 	elem  arrow.DataType
 	width int
 }
 
-func newOutput(io ort.InputOutputInfo, rows int) (output, error) {
+func newOutput(io ort.InputOutputInfo) (output, error) {
 	width, err := rowWidth(io.Dimensions)
 	if err != nil {
-		return nil, err
+		return output{}, err
 	}
-	elem, _ := elemType(io.DataType)
-	shape := append(ort.Shape{int64(rows)}, io.Dimensions[1:]...)
-	typ := columnType(elem, io.Dimensions, width)
-	switch io.DataType {
-	case ort.TensorElementDataTypeFloat:
-		return newTensorOut[float32](shape, typ, elem, width)
-	case ort.TensorElementDataTypeDouble:
-		return newTensorOut[float64](shape, typ, elem, width)
-	case ort.TensorElementDataTypeInt64:
-		return newTensorOut[int64](shape, typ, elem, width)
-	default:
-		return newTensorOut[int32](shape, typ, elem, width)
-	}
-}
-
-func newTensorOut[T element](shape ort.Shape, typ, elem arrow.DataType, width int) (output, error) {
-	t, err := ort.NewEmptyTensor[T](shape)
+	elem, err := elemType(io.DataType)
 	if err != nil {
-		return nil, fmt.Errorf("onnx: output tensor %v: %w", shape, err)
+		return output{}, err
 	}
-	return &tensorOut[T]{t: t, typ: typ, elem: elem, width: width}, nil
+	return output{dt: io.DataType, dims: io.Dimensions[1:], typ: columnType(elem, io.Dimensions, width), elem: elem, width: width}, nil
 }
 
-func (out *tensorOut[T]) value() ort.Value { return out.t }
-
-// column copies the tensor into a new Arrow column: the tensor is reused
-// by the next batch.
-func (out *tensorOut[T]) column(mem memory.Allocator) arrow.Array {
-	src := out.t.GetData()
-	var zero T
-	size := int(unsafe.Sizeof(zero))
+// alloc makes the Arrow buffer of rows rows of the output and a tensor
+// over it for ONNX Runtime to write into.
+func (o output) alloc(mem memory.Allocator, rows int) (ort.Value, *memory.Buffer, error) {
+	n := rows * o.width
 	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(len(src) * size)
-	if len(src) > 0 {
-		copy(unsafe.Slice((*T)(unsafe.Pointer(&buf.Bytes()[0])), len(src)), src)
+	buf.Resize(n * o.elem.(arrow.FixedWidthDataType).Bytes())
+	shape := append(ort.Shape{int64(rows)}, o.dims...)
+	var t ort.Value
+	var err error
+	switch o.dt {
+	case ort.TensorElementDataTypeFloat:
+		t, err = ort.NewTensor(shape, arrow.Float32Traits.CastFromBytes(buf.Bytes())[:n])
+	case ort.TensorElementDataTypeDouble:
+		t, err = ort.NewTensor(shape, arrow.Float64Traits.CastFromBytes(buf.Bytes())[:n])
+	case ort.TensorElementDataTypeInt64:
+		t, err = ort.NewTensor(shape, arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n])
+	default:
+		t, err = ort.NewTensor(shape, arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n])
 	}
-	vals := array.NewData(out.elem, len(src), []*memory.Buffer{nil, buf}, nil, 0, 0)
-	buf.Release()
+	if err != nil {
+		buf.Release()
+		return nil, nil, fmt.Errorf("onnx: output tensor %v: %w", shape, err)
+	}
+	return t, buf, nil
+}
+
+// column makes the Arrow column over the buffer ONNX Runtime wrote; it
+// takes its own reference to the buffer.
+func (o output) column(buf *memory.Buffer, rows int) arrow.Array {
+	vals := array.NewData(o.elem, rows*o.width, []*memory.Buffer{nil, buf}, nil, 0, 0)
 	defer vals.Release()
-	if out.typ == out.elem {
+	if o.typ == o.elem {
 		return array.MakeFromData(vals)
 	}
-	list := array.NewData(out.typ, len(src)/out.width, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
+	list := array.NewData(o.typ, rows, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
 	defer list.Release()
 	return array.MakeFromData(list)
 }
