@@ -241,7 +241,7 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	}
 	var mu sync.Mutex
 	attempts := map[string]int{}
-	testFault = func(sh Shard) error {
+	fault := func(sh Shard) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts[sh.Name()]++
@@ -250,7 +250,8 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 		}
 		return nil
 	}
-	defer func() { testFault = nil }()
+	testFault.Store(&fault)
+	defer testFault.Store(nil)
 	err := run(t, Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
 		Output: out, Keep: []string{"id"}, RowsPerShard: 8192})
 	mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -128,8 +129,10 @@ func (f *expandFn) ProcessElement(_ context.Context, _ []byte, emit func(Shard))
 	return nil
 }
 
-// testFault, set by tests, fails a shard's attempt before it runs.
-var testFault func(Shard) error
+// testFault, set by tests, fails a shard's attempt before it runs. It is
+// atomic: a failed pipeline's other bundles may still be running on
+// Prism's workers when Execute returns and the test resets it.
+var testFault atomic.Pointer[func(Shard) error]
 
 // predictFn runs the core's job on one shard, into its own file.
 type predictFn struct {
@@ -151,8 +154,8 @@ func (f *predictFn) Teardown() {
 }
 
 func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Result)) error {
-	if testFault != nil {
-		if err := testFault(sh); err != nil {
+	if fault := testFault.Load(); fault != nil {
+		if err := (*fault)(sh); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,36 @@
+package serve
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// BenchmarkRESTCodec decodes a 32-row infer request of 64 features and
+// encodes a response of its size (32 classes, 32×10 probabilities): the
+// JSON work of one REST request.
+func BenchmarkRESTCodec(b *testing.B) {
+	data := make([]float32, 32*64)
+	for i := range data {
+		data[i] = float32(i%113)/56 - 1
+	}
+	body, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{32, 64}, "data": data}}})
+	resp := restInferResponse{ModelName: "m", ModelVersion: "1", Outputs: []restTensor{
+		{Name: "class", Datatype: "INT64", Shape: []int64{32}, Data: make([]int64, 32)},
+		{Name: "probabilities", Datatype: "FP32", Shape: []int64{32, 10}, Data: data[:320]},
+	}}
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := decodeInferJSON(body, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
