@@ -145,10 +145,17 @@ func (c *config) handLoop(workload string, model device.Model, source string, re
 		}
 		return time.Since(start).Seconds()
 	}
-	pf, err := file.OpenParquetFile(filepath.Join(c.dir, "input.parquet"), false)
+	readPqarrow(filepath.Join(c.dir, "input.parquet"), 1<<16, c.mem, each)
+	return time.Since(start).Seconds()
+}
+
+// readPqarrow reads a Parquet file with pqarrow alone, in records of
+// batchRows rows: the bare read the dataset package is measured against.
+func readPqarrow(path string, batchRows int64, mem memory.Allocator, each func(arrow.RecordBatch)) {
+	pf, err := file.OpenParquetFile(path, false)
 	check(err)
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, c.mem)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
 	check(err)
 	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
 	check(err)
@@ -159,5 +166,4 @@ func (c *config) handLoop(workload string, model device.Model, source string, re
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		check(err)
 	}
-	return time.Since(start).Seconds()
 }

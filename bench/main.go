@@ -85,6 +85,8 @@ func main() {
 	workloads := flag.String("workloads", "pipeline,mlp", "workloads to run")
 	sources := flag.String("sources", "memory,parquet", "input sources")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	goals := flag.Bool("goals", false, "report the speed goals instead: each as a ratio measured in interleaved rounds, with its spread")
+	rounds := flag.Int("rounds", 5, "interleaved rounds of --goals")
 	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
 	flag.Parse()
 
@@ -100,6 +102,10 @@ func main() {
 	c := &config{rows: *rows, batch: *batch, replicas: *replicas, sessions: *sessions, workloads: strings.Split(*workloads, ","), sources: strings.Split(*sources, ","),
 		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
 
+	if *goals {
+		c.goals(os.Stdout, *rounds)
+		return
+	}
 	var out []result
 	emit := func(r result) {
 		out = append(out, r)
@@ -247,7 +253,11 @@ func writeParquet(path string, ds *dataset.Dataset, mem memory.Allocator) {
 }
 
 func (c *config) drainpipe(model device.Model, ds *dataset.Dataset, prefetch int) float64 {
-	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithSessions(c.sessions),
+	return c.drainpipeWith(model, ds, prefetch, c.sessions)
+}
+
+func (c *config) drainpipeWith(model device.Model, ds *dataset.Dataset, prefetch, sessions int) float64 {
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithSessions(sessions),
 		predict.WithAllocator(c.mem), predict.WithPrefetch(prefetch))
 	check(err)
 	start := time.Now()
@@ -264,25 +274,11 @@ func (c *config) drainpipe(model device.Model, ds *dataset.Dataset, prefetch int
 
 // modelOnly times the session on batches padded beforehand.
 func (c *config) modelOnly(model device.Model, recs []arrow.RecordBatch) float64 {
-	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
-	padder, err := pad.New(c.mem, ds.Schema(), c.batch)
-	check(err)
-	defer padder.Release()
-	var batches []device.Batch
-	for rec, err := range ds.Batches(c.mem, c.batch) {
-		check(err)
-		padded, padding, err := padder.Pad(rec)
-		check(err)
-		batches = append(batches, device.Batch{Index: len(batches), Record: padded, Padding: padding})
-	}
-	defer func() {
-		for _, b := range batches {
-			b.Record.Release()
-		}
-	}()
+	batches, schema, release := c.padded(recs)
+	defer release()
 	ctx := context.Background()
 	start := time.Now()
-	sess, err := model.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Schema: padder.Schema(), Allocator: c.mem})
+	sess, err := model.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Schema: schema, Allocator: c.mem})
 	check(err)
 	for _, b := range batches {
 		out, err := sess.Predict(ctx, b)
@@ -291,6 +287,25 @@ func (c *config) modelOnly(model device.Model, recs []arrow.RecordBatch) float64
 	}
 	check(sess.Shutdown(ctx))
 	return time.Since(start).Seconds()
+}
+
+// padded cuts the records into batches of c.batch rows, the last padded.
+func (c *config) padded(recs []arrow.RecordBatch) (batches []device.Batch, schema *arrow.Schema, release func()) {
+	ds := dataset.FromRecords(dataset.TensorSchema(width), recs...)
+	padder, err := pad.New(c.mem, ds.Schema(), c.batch)
+	check(err)
+	defer padder.Release()
+	for rec, err := range ds.Batches(c.mem, c.batch) {
+		check(err)
+		padded, padding, err := padder.Pad(rec)
+		check(err)
+		batches = append(batches, device.Batch{Index: len(batches), Record: padded, Padding: padding})
+	}
+	return batches, padder.Schema(), func() {
+		for _, b := range batches {
+			b.Record.Release()
+		}
+	}
 }
 
 func (c *config) torch(workload string, model device.Model) (float64, string) {

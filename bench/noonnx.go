@@ -2,8 +2,14 @@
 
 package main
 
-import "github.com/drainpipe/drainpipe/device"
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/drainpipe/drainpipe/device"
+)
 
 func onnxModel(int) (device.Model, string) {
 	return nil, "skipped: build with -tags onnx"
 }
+
+func onnxGoals(*config, []arrow.RecordBatch) []goal { return nil }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+)
+
+// goal is one speed goal: a ratio measured once a round.
+type goal struct {
+	name   string
+	target float64
+	// round measures the ratio once; r alternates which side runs first.
+	round func(r int) float64
+}
+
+// pair runs a and b (each returning seconds), in an order that alternates
+// with the round.
+func pair(r int, a, b func() float64) (ta, tb float64) {
+	if r%2 == 0 {
+		ta = a()
+		tb = b()
+	} else {
+		tb = b()
+		ta = a()
+	}
+	return ta, tb
+}
+
+// goals measures every speed goal in interleaved rounds and prints each
+// ratio's median, lowest and highest. Every ratio is of rates (rows/s):
+// above 1, the first side is faster.
+func (c *config) goals(w io.Writer, rounds int) {
+	recs := c.records()
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	mem := dataset.FromRecords(dataset.TensorSchema(width), recs...)
+	path := filepath.Join(c.dir, "input.parquet")
+	writeParquet(path, mem, c.mem)
+	const readRows = 1 << 14
+	files := func() *dataset.Dataset {
+		ds, err := dataset.Files([]string{path}, dataset.WithAllocator(c.mem), dataset.WithReadRows(readRows))
+		check(err)
+		return ds
+	}
+	prefetch := readRows/c.batch + 2
+	mlp := c.model("mlp")
+	cores := runtime.GOMAXPROCS(0)
+
+	gs := []goal{
+		{fmt.Sprintf("whole batches: %d sessions ÷ 1 session (MLP, memory)", cores), 1.5, func(r int) float64 {
+			one, many := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, 1) }, func() float64 { return c.drainpipeWith(mlp, mem, 0, cores) })
+			return one / many
+		}},
+		{"kernels: the device (model-only) ÷ its three products alone", 0.85, func(r int) float64 {
+			gemm, device := pair(r, func() float64 { return c.bareGEMM(mlp.(*cpu.MLP), recs) }, func() float64 { return c.modelOnly(mlp, recs) })
+			return gemm / device
+		}},
+		{"kernels: the device (model-only) ÷ a hand loop over the same BLAS", 1.0, func(r int) float64 {
+			hand, device := pair(r, func() float64 { return c.handLoop("mlp", mlp, "memory", recs) }, func() float64 { return c.modelOnly(mlp, recs) })
+			return hand / device
+		}},
+		{"files: the dataset reader ÷ a bare pqarrow read", 1.0, func(r int) float64 {
+			bare, ours := pair(r, func() float64 { return readBare(path, c) }, func() float64 { return readDataset(files()) })
+			return bare / ours
+		}},
+		{"files: Parquet ÷ memory, the job's input side, 1 session", 0.9, func(r int) float64 {
+			fromMem, fromFile := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, 1) }, func() float64 { return c.drainpipeWith(mlp, files(), prefetch, 1) })
+			return fromMem / fromFile
+		}},
+		{fmt.Sprintf("files: Parquet ÷ memory, the job's input side, %d sessions", cores), 0.9, func(r int) float64 {
+			fromMem, fromFile := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, cores) }, func() float64 { return c.drainpipeWith(mlp, files(), prefetch, cores) })
+			return fromMem / fromFile
+		}},
+	}
+	gs = append(gs, onnxGoals(c, recs)...)
+
+	ratios := make([][]float64, len(gs))
+	for r := range rounds {
+		for i, g := range gs {
+			ratios[i] = append(ratios[i], g.round(r))
+		}
+	}
+	fmt.Fprintf(w, "speed goals: %d rows, batch %d, BLAS %s, GOMAXPROCS %d, %d interleaved rounds, %s\n\n",
+		c.rows, c.batch, cpu.BLASName, cores, rounds, time.Now().UTC().Format("2006-01-02"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "goal\ttarget\tmedian\tlowest\thighest\tmet\t")
+	for i, g := range gs {
+		v := slices.Sorted(slices.Values(ratios[i]))
+		met := "no"
+		if v[len(v)/2] >= g.target {
+			met = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t≥ %.2f\t%.3f\t%.3f\t%.3f\t%s\t\n", g.name, g.target, v[len(v)/2], v[0], v[len(v)-1], met)
+	}
+	tw.Flush()
+	if os.Getenv("OPENBLAS_NUM_THREADS") == "" && cpu.BLASName != "gonum (pure Go)" {
+		fmt.Fprintln(w, "\n(OPENBLAS_NUM_THREADS is unset: the kernel goal is stated for one BLAS thread)")
+	}
+}
+
+// bareGEMM times the MLP's three matrix products alone over the same
+// batches: the bound the device's forward step is measured against.
+func (c *config) bareGEMM(m *cpu.MLP, recs []arrow.RecordBatch) float64 {
+	impl := cpu.DefaultBLAS()
+	var scratch [][]float32
+	for _, l := range m.Layers {
+		scratch = append(scratch, make([]float32, c.batch*l.Out))
+	}
+	start := time.Now()
+	for _, rec := range recs {
+		fl := rec.Column(1).(*array.FixedSizeList)
+		all := fl.ListValues().(*array.Float32).Float32Values()[fl.Offset()*width:]
+		n := int(rec.NumRows())
+		for off := 0; off < n; off += c.batch {
+			rows := min(c.batch, n-off)
+			x := all[off*width : (off+rows)*width]
+			for i, l := range m.Layers {
+				y := scratch[i][:rows*l.Out]
+				impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 0, y, l.Out)
+				x = y
+			}
+		}
+	}
+	return time.Since(start).Seconds()
+}
+
+// readBare times a bare pqarrow read of the file, in the dataset reader's
+// record size.
+func readBare(path string, c *config) float64 {
+	start := time.Now()
+	n := 0
+	readPqarrow(path, 1<<14, c.mem, func(rec arrow.RecordBatch) { n += int(rec.NumRows()) })
+	if n != c.rows {
+		check(fmt.Errorf("pqarrow read %d rows of %d", n, c.rows))
+	}
+	return time.Since(start).Seconds()
+}
+
+// readDataset times reading a dataset through.
+func readDataset(ds *dataset.Dataset) float64 {
+	start := time.Now()
+	for _, err := range ds.Records() {
+		check(err)
+	}
+	return time.Since(start).Seconds()
+}
