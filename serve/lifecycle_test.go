@@ -316,3 +316,25 @@ func errorMessage(t *testing.T, body []byte) string {
 	}
 	return e.Error
 }
+
+// A model that cannot start stops the server with its error; the models
+// started before it shut their sessions down.
+func TestStartFailure(t *testing.T) {
+	good := &counted{Model: testMLP(t)}
+	bad := &counted{Model: &fakedev.Model{StartErr: fakedev.ErrInjected}}
+	input := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	r := startServer(t, []ModelSpec{mlpSpec(t, good), {Name: "bad", Model: bad, Input: input}})
+	err := <-r.done
+	r.done <- nil
+	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "model bad") {
+		t.Errorf("Run: %v, want the bad model's start error", err)
+	}
+	if good.starts.Load() == 0 || good.live.Load() != 0 {
+		t.Errorf("the good model: %d sessions started, %d live", good.starts.Load(), good.live.Load())
+	}
+	select {
+	case <-r.srv.Ready():
+		t.Error("ready after a failed start")
+	default:
+	}
+}

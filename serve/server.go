@@ -165,7 +165,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	timedOut := s.stopListeners(drainCtx, httpSrv, grpcSrv)
 	serving.Wait()
 	closeErr := s.closeModels(drainCtx)
-	if closeErr != nil || timedOut {
+	if timedOut {
 		closeErr = errors.Join(closeErr, ErrDrainTimeout)
 	}
 	log.Info("stopped")
