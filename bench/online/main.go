@@ -88,7 +88,12 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 
-	sizes := must(cliflag.Ints(*sizesFlag))
+	sizes, err := cliflag.Ints(*sizesFlag)
+	check(err)
+	delays, err := cliflag.Durations(*delaysFlag)
+	check(err)
+	loads, err := cliflag.Floats(*loadsFlag)
+	check(err)
 	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
 	check(err)
 	b := &bench{model: model, schema: dataset.TensorSchema(width), batch: *batch, sizes: sizes,
@@ -110,8 +115,8 @@ func main() {
 	sat0, st0 := b.saturation(0)
 	b.row(fmt.Sprintf("saturation, %d callers", b.callers), 0, 0, 0, sat0, offline, st0)
 	capacity := max(sat, sat0)
-	for _, d := range must(cliflag.Durations(*delaysFlag)) {
-		for _, load := range must(cliflag.Floats(*loadsFlag)) {
+	for _, d := range delays {
+		for _, load := range loads {
 			rate := load * capacity
 			got, st := b.openLoop(d, rate, false)
 			b.row("batcher", d, load, rate, got, offline, st)
@@ -270,10 +275,4 @@ func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
-}
-
-// must returns v, or ends the program on err.
-func must[T any](v T, err error) T {
-	check(err)
-	return v
 }

@@ -114,7 +114,11 @@ func main() {
 		cpu.BLASName, *sessions, *callers, runtime.GOMAXPROCS(0))
 	out := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(out, "run\tprotocol\trows/request\tload\toffered req/s\treq/s\trows/s\t× in-process\tp50\tp99\terrors\t")
-	for _, rows := range must(cliflag.Ints(*sizesFlag)) {
+	requestRows, err := cliflag.Ints(*sizesFlag)
+	check(err)
+	loads, err := cliflag.Floats(*loadsFlag)
+	check(err)
+	for _, rows := range requestRows {
 		data := features(rows)
 		calls := map[string]call{
 			"in-process": inProcess(bt, schema, data, rows),
@@ -126,7 +130,7 @@ func main() {
 		for _, proto := range []string{"http", "grpc"} {
 			sat := closedLoop(calls[proto], *callers, *duration)
 			report(out, "saturation", proto, rows, 0, 0, sat, ref)
-			for _, load := range must(cliflag.Floats(*loadsFlag)) {
+			for _, load := range loads {
 				rate := load * float64(sat.requests) / sat.elapsed.Seconds()
 				if rate == 0 {
 					continue
@@ -291,10 +295,4 @@ func check(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
-}
-
-// must returns v, or ends the program on err.
-func must[T any](v T, err error) T {
-	check(err)
-	return v
 }
