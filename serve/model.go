@@ -35,7 +35,9 @@ type ModelSpec struct {
 	Model device.Model
 	Input *arrow.Schema
 	// Options configure the model's predictor and its online batcher
-	// (batch sizes, delay, queue bound, timeout, sessions, replicas).
+	// (batch sizes, delay, queue bound, timeout, sessions, replicas). The
+	// server adds its logger (which a WithLogger here replaces) and the
+	// observer that feeds its metrics (which replaces one given here).
 	Options []predict.Option
 }
 
