@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +23,6 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -132,17 +132,19 @@ func readPredictions(t *testing.T, pattern string) map[int64]prediction {
 	return out
 }
 
-// reference runs the core's job over the same inputs into one file.
+// reference runs the core CLI, built from the parent module, over the
+// same inputs into one file.
 func reference(t *testing.T, dir string) map[int64]prediction {
 	t.Helper()
-	m, err := cpu.LoadFile(filepath.Join(dir, "model.dpmlp"))
-	if err != nil {
-		t.Fatal(err)
+	bin := filepath.Join(t.TempDir(), "drainpipe")
+	if out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/drainpipe").CombinedOutput(); err != nil {
+		t.Fatalf("building the CLI: %v\n%s", err, out)
 	}
 	out := filepath.Join(t.TempDir(), "ref.parquet")
-	if _, err := job.Run(t.Context(), job.Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Output: out,
-		Model: m, InputSize: width, Keep: []string{"id"}, BatchSize: 256}); err != nil {
-		t.Fatal(err)
+	cmd := exec.Command(bin, "predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", filepath.Join(dir, "*.parquet"),
+		"--output", out, "--keep", "id", "--batch-size", "256", "--quiet")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("drainpipe predict: %v\n%s", err, b)
 	}
 	return readPredictions(t, out)
 }
@@ -174,7 +176,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The pipeline on Prism writes exactly the core job's predictions, every
+// The pipeline on Prism writes exactly the core CLI's predictions, every
 // row once, a file a shard, the manifest last; every session started is
 // shut down.
 func TestPipelineMatchesJob(t *testing.T) {
