@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -110,4 +111,36 @@ func FuzzGRPCInfer(f *testing.F) {
 		}
 		checkRecord(t, m, req)
 	})
+}
+
+// The strconv fast path for flat numeric arrays agrees with encoding/json:
+// whatever it accepts, encoding/json decodes to the same values.
+func FuzzFlatNumbers(f *testing.F) {
+	for _, seed := range []string{`[1,2.5,-3e2]`, ` [ 0 , -0.0 ,1E+3 ] `, `[]`, `[1,]`, `[01]`, `[.5]`, `[+1]`, `[1e400]`, `[NaN]`, `[1,[2]]`, `[1 2]`, `[9223372036854775807]`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkFlat[float32](t, raw)
+		checkFlat[float64](t, raw)
+		checkFlat[int64](t, raw)
+	})
+}
+
+func checkFlat[T float32 | float64 | int64](t *testing.T, raw []byte) {
+	fast, ok := flatNumbers(raw, []T(nil))
+	if !ok {
+		return
+	}
+	var want []T
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatalf("%q: the fast path took it as %v, encoding/json refuses it: %v", raw, fast, err)
+	}
+	if len(fast) != len(want) {
+		t.Fatalf("%q: %v against encoding/json's %v", raw, fast, want)
+	}
+	for i := range want {
+		if fast[i] != want[i] {
+			t.Fatalf("%q: element %d %v against encoding/json's %v", raw, i, fast[i], want[i])
+		}
+	}
 }
