@@ -270,7 +270,11 @@ func TestDrainTimeout(t *testing.T) {
 	r, fake, dev, release := blockedServer(t, nil, WithDrainTimeout(100*time.Millisecond))
 	defer release()
 	got := make(chan int, 1)
-	go func() { c, _ := r.do(t, "POST", "/v2/models/fake/infer", idBody(1), nil); got <- c }()
+	go func() {
+		status := -1 // stays if r.do fails the test (and ends this goroutine)
+		defer func() { got <- status }()
+		status, _ = r.do(t, "POST", "/v2/models/fake/infer", idBody(1), nil)
+	}()
 	p0 := fake.Predicts.Load()
 	waitFor(t, "a running batch", func() bool { return fake.Predicts.Load() == p0+1 })
 	if err := r.shutdown(); !errors.Is(err, ErrDrainTimeout) {

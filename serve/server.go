@@ -35,7 +35,6 @@ type Server struct {
 	order    []string
 	ready    chan struct{} // closed when every model has started
 	draining atomic.Bool
-	inflight atomic.Int64 // infer requests being answered
 }
 
 type config struct {
@@ -192,8 +191,8 @@ func (s *Server) startModels(ctx context.Context) error {
 
 // stopListeners stops taking requests and waits for the ones taken. If
 // ctx ends first, it refuses what waits in the batchers (which answers
-// the requests still open), gives their answers a moment to leave, closes
-// the connections left and reports that it timed out.
+// the requests still open), gives their answers up to a second to leave,
+// closes the connections left and reports that it timed out.
 func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSrv *grpc.Server) (timedOut bool) {
 	var wg sync.WaitGroup
 	if httpSrv != nil {
@@ -212,13 +211,19 @@ func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSr
 	case <-ctx.Done():
 	}
 	s.closeModels(ctx)
-	for grace := time.Now().Add(time.Second); s.inflight.Load() > 0 && time.Now().Before(grace); {
-		time.Sleep(time.Millisecond)
-	}
+	// The requests left now fail at once; let their answers leave before
+	// the connections close.
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
 	if httpSrv != nil {
+		httpSrv.Shutdown(grace)
 		httpSrv.Close()
 	}
 	if grpcSrv != nil {
+		select {
+		case <-stopped:
+		case <-grace.Done():
+		}
 		grpcSrv.Stop()
 	}
 	<-stopped
@@ -280,8 +285,6 @@ type inferResponse struct {
 // infer checks a request, runs it through the model's batcher and copies
 // out the requested outputs.
 func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, error) {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
 	m, err := s.lookup(req.model, req.version)
 	if err != nil {
 		return nil, err
