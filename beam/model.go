@@ -69,13 +69,6 @@ type handle struct {
 	model *Model
 	id    string // content digest, for the job's resume fingerprint
 	refs  int
-	stats sessionStats
-}
-
-// sessionStats count a handle's sessions and their start time.
-type sessionStats struct {
-	started, shutDown atomic.Int64
-	startNanos        atomic.Int64
 }
 
 func acquire(loader, path string) (*handle, error) {
@@ -117,31 +110,15 @@ func release(loader, path string) {
 	}
 }
 
-// device returns the handle's model counting its sessions.
-func (h *handle) device() device.Model { return countedModel{h.model.Device, &h.stats} }
-
-type countedModel struct {
+// timedModel adds up the time its sessions take to start, for one shard:
+// what running sessions inside each bundle costs.
+type timedModel struct {
 	device.Model
-	stats *sessionStats
+	starting atomic.Int64 // nanoseconds
 }
 
-func (m countedModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+func (m *timedModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
 	began := time.Now()
-	s, err := m.Model.Start(ctx, cfg)
-	m.stats.startNanos.Add(int64(time.Since(began)))
-	if err != nil {
-		return nil, err
-	}
-	m.stats.started.Add(1)
-	return countedSession{s, m.stats}, nil
-}
-
-type countedSession struct {
-	device.Session
-	stats *sessionStats
-}
-
-func (s countedSession) Shutdown(ctx context.Context) error {
-	s.stats.shutDown.Add(1)
-	return s.Session.Shutdown(ctx)
+	defer func() { m.starting.Add(int64(time.Since(began))) }()
+	return m.Model.Start(ctx, cfg)
 }

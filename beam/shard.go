@@ -2,7 +2,6 @@ package dpbeam
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -89,10 +88,8 @@ func rowGroups(path string) ([]int64, error) {
 
 // describe names a shard in errors and logs.
 func (s Shard) describe() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s", s.Path)
 	if s.Count > 1 {
-		fmt.Fprintf(&b, " (part %d of %d)", s.Index, s.Count)
+		return fmt.Sprintf("%s (part %d of %d)", s.Path, s.Index, s.Count)
 	}
-	return b.String()
+	return s.Path
 }

@@ -161,10 +161,10 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 	}
 	m := f.h.model
 	out := filepath.Join(f.Cfg.Output, sh.Name())
-	startBefore := f.h.stats.startNanos.Load()
+	timed := &timedModel{Model: m.Device}
 	sum, err := job.Run(ctx, job.Config{
 		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
-		Model: f.h.device(), ModelID: f.h.id, InputSize: m.InputSize,
+		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
 		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Keep: f.Cfg.Keep,
 		BatchSize: f.Cfg.BatchSize, Shard: dataset.Shard{Index: sh.Index, Count: sh.Count},
 		Logger: slog.Default().With("shard", sh.Name()),
@@ -176,7 +176,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 		return fmt.Errorf("%w: shard %s wrote %d rows, its metadata declares %d", ErrRowsLost, sh.describe(), sum.Rows, sh.Rows)
 	}
 	emit(Result{Shard: sh, File: sh.Name(), Rows: sum.Rows, WallNanos: int64(sum.Wall),
-		SessionStartNanos: f.h.stats.startNanos.Load() - startBefore})
+		SessionStartNanos: timed.starting.Load()})
 	return nil
 }
 

@@ -59,12 +59,9 @@ func onnxGoals(c *config, recs []arrow.RecordBatch) []goal {
 // onnxSession times the device session's Predict over padded batches,
 // after its start.
 func (c *config) onnxSession(m device.Model, recs []arrow.RecordBatch) float64 {
-	batches, schema, release := c.padded(recs)
-	defer release()
+	batches, sess, done := c.onnxStart(m, recs)
+	defer done()
 	ctx := context.Background()
-	sess, err := m.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Sessions: 1, Schema: schema, Allocator: c.mem})
-	check(err)
-	defer sess.Shutdown(ctx)
 	start := time.Now()
 	for _, b := range batches {
 		out, err := sess.Predict(ctx, b)
@@ -74,17 +71,26 @@ func (c *config) onnxSession(m device.Model, recs []arrow.RecordBatch) float64 {
 	return time.Since(start).Seconds()
 }
 
+// onnxStart pads the records into batches and starts a one-thread
+// session; done shuts it down and releases the batches.
+func (c *config) onnxStart(m device.Model, recs []arrow.RecordBatch) ([]device.Batch, device.Session, func()) {
+	batches, schema, release := c.padded(recs)
+	ctx := context.Background()
+	sess, err := m.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Sessions: 1, Schema: schema, Allocator: c.mem})
+	check(err)
+	return batches, sess, func() {
+		check(sess.Shutdown(ctx))
+		release()
+	}
+}
+
 // onnxDirect times ONNX Runtime called directly over the same batches:
 // one session with its tensors bound, each batch's features copied into
 // the input tensor, the outputs left in theirs. A device session holds
 // the runtime's environment meanwhile.
 func (c *config) onnxDirect(m device.Model, recs []arrow.RecordBatch) float64 {
-	batches, schema, release := c.padded(recs)
-	defer release()
-	ctx := context.Background()
-	hold, err := m.Start(ctx, device.SessionConfig{BatchSize: c.batch, BatchSizes: []int{c.batch}, Replicas: 1, Sessions: 1, Schema: schema, Allocator: c.mem})
-	check(err)
-	defer hold.Shutdown(ctx)
+	batches, _, done := c.onnxStart(m, recs)
+	defer done()
 	rows := int64(c.batch)
 	in, err := ort.NewEmptyTensor[float32](ort.NewShape(rows, width))
 	check(err)

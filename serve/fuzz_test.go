@@ -18,7 +18,7 @@ func fuzzModel(t testing.TB) *model {
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "flag", Type: arrow.FixedWidthTypes.Boolean},
 	}, nil)
-	m := &model{name: "fuzz", input: input, outputTypes: map[string]arrow.DataType{"y": arrow.PrimitiveTypes.Int64}}
+	m := &model{name: "fuzz", input: input, outputs: []TensorMetadata{{Name: "y", Datatype: "INT64", Shape: []int64{-1}}}}
 	for _, f := range input.Fields() {
 		md, err := metadata(f)
 		if err != nil {

@@ -46,7 +46,6 @@ type model struct {
 	name, version, platform string
 	input                   *arrow.Schema
 	inputs, outputs         []TensorMetadata
-	outputTypes             map[string]arrow.DataType
 	batcher                 *predict.Batcher
 	ready                   atomic.Bool
 }
@@ -54,7 +53,7 @@ type model struct {
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
 func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs predict.Observer) (*model, error) {
-	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, outputTypes: map[string]arrow.DataType{}}
+	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input}
 	if m.version == "" {
 		m.version = DefaultVersion
 	}
@@ -114,7 +113,6 @@ func (m *model) warmUp(ctx context.Context) error {
 			return fmt.Errorf("output %w", err)
 		}
 		m.outputs = append(m.outputs, md)
-		m.outputTypes[f.Name] = f.Type
 	}
 	return nil
 }
@@ -275,7 +273,7 @@ func (m *model) checkOutputs(want []string) error {
 			return fmt.Errorf("output %q requested twice", name)
 		}
 		seen[name] = true
-		if _, ok := m.outputTypes[name]; !ok {
+		if !slices.ContainsFunc(m.outputs, func(o TensorMetadata) bool { return o.Name == name }) {
 			return fmt.Errorf("output %q: model %s has no such output; its outputs are %s", name, m.name, names(m.outputs))
 		}
 	}

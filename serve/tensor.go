@@ -189,6 +189,12 @@ func (d numeric[T, W]) values(a arrow.Array, off, n int) (any, error) {
 }
 
 func (d numeric[T, W]) check(data any) (int, error) {
+	var zero T
+	switch any(zero).(type) {
+	case float32, float64:
+	default:
+		return -1, nil // every integer is a value a model can take
+	}
 	for i, v := range data.([]T) {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
 			return i, fmt.Errorf("%v is not finite", v)
