@@ -28,6 +28,14 @@ func (b *Batcher) run(w *worker, j *job) {
 	began := time.Now()
 	out, err := b.predict(w, j)
 	device := time.Since(began)
+	// Count the batch before its requests' callers wake, so Stats read
+	// after Predict returns includes it.
+	b.mu.Lock()
+	b.stats.batch(j, device)
+	b.mu.Unlock()
+	if o := c.observer; o != nil {
+		o.ObserveBatch(j.size, j.rows, device)
+	}
 	off := int64(0)
 	for _, s := range j.segs {
 		n := s.rows.NumRows()
@@ -49,12 +57,6 @@ func (b *Batcher) run(w *worker, j *job) {
 	}
 	if out != nil {
 		out.Release()
-	}
-	b.mu.Lock()
-	b.stats.batch(j, device)
-	b.mu.Unlock()
-	if o := c.observer; o != nil {
-		o.ObserveBatch(j.size, j.rows, device)
 	}
 	if err != nil {
 		c.logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
@@ -184,8 +186,9 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 	releaseAll(pieceRecords(r.pieces))
 	r.pieces = nil
 	r.out, r.err = out, err
-	close(r.done)
 	r.mu.Unlock()
+	// Count the request before its caller wakes, so Stats read after
+	// Predict returns includes it.
 	latency := time.Since(r.arrived)
 	b.mu.Lock()
 	waited := r.waited
@@ -198,6 +201,7 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 	if o := b.p.cfg.observer; o != nil && err == nil {
 		o.ObserveRequest(r.rows, waited, latency)
 	}
+	close(r.done)
 	return true
 }
 
