@@ -49,6 +49,13 @@
 // Parquet returns for a fixed-size list written without the Arrow schema)
 // as one, zero-copy; [Gather] builds one from scalar columns.
 //
+// A Parquet file's float32 list columns are decoded straight into their
+// Arrow buffers while every row holds the same number of present values
+// (checked from the levels), skipping pqarrow's list assembly, about half
+// the cost of decoding them; from the row group of the first row that
+// does not, pqarrow reads the rest. Both give the same records and errors
+// (tested, and fuzzed against each other).
+//
 // # Batching
 //
 // [Dataset.Batches] yields batches of exactly n rows, the last one shorter,

@@ -39,6 +39,7 @@ type filesConfig struct {
 	mem          memory.Allocator
 	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
 	origins      *Origins
+	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
 }
 
 // FilesOption configures [Files].

@@ -1,6 +1,7 @@
 package dataset_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,29 @@ func fuzzFile(f *testing.F, ext string) {
 			declared, derr := dataset.FilesRows([]string{path})
 			if derr != nil || declared != rows {
 				t.Fatalf("read %d rows without an error; the footer declares %d (%v)", rows, declared, derr)
+			}
+		}
+	})
+}
+
+// FuzzParquetTensorPath reads damaged Parquet files with the tensor path
+// and with pqarrow alone: the same columns, rows and error.
+func FuzzParquetTensorPath(f *testing.F) {
+	seedFile(f, "seed.parquet")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "in.parquet")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mem := memory.NewGoAllocator()
+		want, wantRows, wantErr := readColumns(t, mem, path, dataset.WithReadRows(7), dataset.WithPqarrowOnly())
+		got, gotRows, gotErr := readColumns(t, mem, path, dataset.WithReadRows(7))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || gotRows != wantRows || len(got) != len(want) {
+			t.Fatalf("%d rows in %d columns (%v), pqarrow's %d in %d (%v)", gotRows, len(got), gotErr, wantRows, len(want), wantErr)
+		}
+		for i := range want {
+			if !array.Equal(got[i], want[i]) {
+				t.Fatalf("column %d differs from pqarrow's", i)
 			}
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -24,7 +25,8 @@ type parquetReader struct {
 	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	leaves []int
-	out    *arrow.Schema
+	full   *arrow.Schema // the file's
+	out    *arrow.Schema // the columns read
 }
 
 func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader, error) {
@@ -47,7 +49,7 @@ func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader
 		pf.Close()
 		return nil, err
 	}
-	r.out = full
+	r.full, r.out = full, full
 	if c.columns != nil {
 		fields := make([]arrow.Field, len(c.columns))
 		for i, name := range c.columns {
@@ -123,77 +125,224 @@ func (r *parquetReader) declared(mine func(int) bool) int64 {
 
 func (r *parquetReader) close() { r.pf.Close() }
 
+// selection is the row groups a read covers.
+type selection struct {
+	groups        []int
+	starts, sizes []int64 // file row of each group's first row, and its rows
+	rows          int64
+}
+
+func (r *parquetReader) selection(mine func(int) bool) selection {
+	var s selection
+	var at int64
+	for g := range r.pf.NumRowGroups() {
+		n := r.pf.MetaData().RowGroup(g).NumRows()
+		if mine(g) {
+			s.groups, s.starts, s.sizes = append(s.groups, g), append(s.starts, at), append(s.sizes, n)
+			s.rows += n
+		}
+		at += n
+	}
+	return s
+}
+
+// runCutter returns a function that cuts the next m rows read into runs of
+// consecutive file rows.
+func (s selection) runCutter() func(m int64) []run {
+	cur, used := 0, int64(0) // the group being read, rows of it read
+	return func(m int64) []run {
+		var runs []run
+		for m > 0 && cur < len(s.sizes) {
+			t := min(m, s.sizes[cur]-used)
+			runs = append(runs, run{n: t, fileRow: s.starts[cur] + used})
+			m, used = m-t, used+t
+			if used == s.sizes[cur] {
+				cur, used = cur+1, 0
+			}
+		}
+		if m > 0 { // more rows than the footer declares: the count check reports it
+			runs = append(runs, run{n: m, fileRow: -1, unit: "rows past the footer's count"})
+		}
+		return runs
+	}
+}
+
 func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 	return func(yield func(piece, error) bool) {
-		var groups []int
-		var starts, sizes []int64 // file row of each selected group's first row, and its rows
-		var at int64
-		for g := range r.pf.NumRowGroups() {
-			n := r.pf.MetaData().RowGroup(g).NumRows()
-			if mine(g) {
-				groups, starts, sizes = append(groups, g), append(starts, at), append(sizes, n)
-			}
-			at += n
-		}
-		if len(groups) == 0 {
+		sel := r.selection(mine)
+		if len(sel.groups) == 0 {
 			return
 		}
-		var want, got int64
-		for _, n := range sizes {
-			want += n
+		read, done := r.tensorRecords(sel, yield)
+		if !done {
+			r.pqarrowRecords(sel, read, yield)
 		}
-		// runsOf cuts the next m rows read into runs of consecutive file rows.
-		cur, used := 0, int64(0) // the selected group being read, rows of it read
-		runsOf := func(m int64) []run {
-			var runs []run
-			for m > 0 && cur < len(sizes) {
-				t := min(m, sizes[cur]-used)
-				runs = append(runs, run{n: t, fileRow: starts[cur] + used})
-				m, used = m-t, used+t
-				if used == sizes[cur] {
-					cur, used = cur+1, 0
-				}
+	}
+}
+
+// pqarrowRecords reads the selection through pqarrow, skipping its first
+// skip rows (yielded already): from the group that holds the next row.
+func (r *parquetReader) pqarrowRecords(sel selection, skip int64, yield func(piece, error) bool) {
+	cut := sel.runCutter()
+	cut(skip)
+	var got int64
+	from := 0
+	for from < len(sel.groups)-1 && skip >= sel.sizes[from] {
+		skip, got = skip-sel.sizes[from], got+sel.sizes[from]
+		from++
+	}
+	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, sel.groups[from:])
+	if err != nil {
+		yield(piece{}, err)
+		return
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		n := rec.NumRows()
+		got += n
+		if skip >= n {
+			skip -= n
+			continue
+		}
+		if skip > 0 || r.c.columns != nil {
+			if skip > 0 {
+				rec = rec.NewSlice(skip, n)
+			} else {
+				rec.Retain()
 			}
-			if m > 0 { // more rows than the footer declares: the count check reports it
-				runs = append(runs, run{n: m, fileRow: -1, unit: "rows past the footer's count"})
-			}
-			return runs
-		}
-		rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, groups)
-		if err != nil {
-			yield(piece{}, err)
-			return
-		}
-		defer rr.Release()
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			got += rec.NumRows()
-			runs := runsOf(rec.NumRows())
 			if r.c.columns != nil {
 				// Leaf order follows the file; put the fields in the order asked.
-				rec = selectColumns(rec, r.out)
-				ok := yield(piece{rec, runs}, nil)
+				sel := selectColumns(rec, r.out)
 				rec.Release()
-				if !ok {
-					return
-				}
-				continue
+				rec = sel
 			}
-			if !yield(piece{rec, runs}, nil) {
+			ok := yield(piece{rec, cut(rec.NumRows())}, nil)
+			rec.Release()
+			skip = 0
+			if !ok {
 				return
 			}
+			continue
 		}
-		// pqarrow reports io.EOF from Err at a normal end, and also when it
-		// stopped early on a page it could not decode: only the count tells.
-		if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			yield(piece{}, fmt.Errorf("row groups %s, after %d rows: %w", groupList(groups), got, err))
-			return
-		}
-		if got != want {
-			yield(piece{}, fmt.Errorf("%w: read %d rows of the %d its footer declares for row groups %s", ErrRowCount, got, want, groupList(groups)))
+		if !yield(piece{rec, cut(n)}, nil) {
 			return
 		}
 	}
+	// pqarrow reports io.EOF from Err at a normal end, and also when it
+	// stopped early on a page it could not decode: only the count tells.
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		yield(piece{}, fmt.Errorf("row groups %s, after %d rows: %w", groupList(sel.groups), got, err))
+		return
+	}
+	if got != sel.rows {
+		yield(piece{}, fmt.Errorf("%w: read %d rows of the %d its footer declares for row groups %s", ErrRowCount, got, sel.rows, groupList(sel.groups)))
+		return
+	}
+}
+
+// tensorRecords reads the selection with its tensor columns decoded by
+// tensorColumn and the others by pqarrow, and returns the rows it yielded
+// and whether it read them all (or the consumer stopped). It reads nothing
+// if the file has no tensor column; it stops without an error at the first
+// rows its tensor columns cannot read, and at any failure: pqarrow then
+// reads the rest and reports what is wrong.
+func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bool) (read int64, done bool) {
+	if r.c.pqarrowOnly {
+		return 0, false
+	}
+	var tensors []*tensorColumn
+	var rest []int // the other fields' leaves
+	byName := make([]int, r.out.NumFields())
+	for i, f := range r.out.Fields() {
+		idx := r.full.FieldIndices(f.Name)
+		if len(idx) != 1 {
+			return 0, false
+		}
+		leaves := appendLeaves(nil, &r.fr.Manifest.Fields[idx[0]])
+		if t := newTensorColumn(r.pf, r.mem, sel.groups, i, f, leaves); t != nil {
+			tensors = append(tensors, t)
+			byName[i] = -1
+			continue
+		}
+		rest = append(rest, leaves...)
+	}
+	defer func() {
+		for _, t := range tensors {
+			t.release()
+		}
+	}()
+	if len(tensors) == 0 {
+		return 0, false
+	}
+	var rr pqarrow.RecordReader
+	if len(rest) > 0 {
+		var err error
+		if rr, err = r.fr.GetRecordReader(context.Background(), rest, sel.groups); err != nil {
+			return 0, false
+		}
+		defer rr.Release()
+	}
+	cut := sel.runCutter()
+	cols := make([]arrow.Array, r.out.NumFields())
+	for {
+		var others arrow.RecordBatch
+		var n int64
+		if rr != nil {
+			if !rr.Next() {
+				break
+			}
+			others = rr.RecordBatch()
+			n = others.NumRows()
+		} else if n = min(int64(r.c.batchRows), sel.rows-read); n == 0 {
+			break
+		}
+		ok := true
+		for _, t := range tensors {
+			if cols[t.field], ok = t.read(n); !ok {
+				break
+			}
+		}
+		if ok {
+			for i, f := range r.out.Fields() {
+				if byName[i] != -1 {
+					cols[i] = others.Column(others.Schema().FieldIndices(f.Name)[0])
+					cols[i].Retain()
+				}
+			}
+		}
+		var rec arrow.RecordBatch
+		if ok {
+			rec = array.NewRecordBatch(r.out, cols, n)
+		}
+		for i, c := range cols {
+			if c != nil {
+				c.Release()
+				cols[i] = nil
+			}
+		}
+		if !ok {
+			return read, false
+		}
+		read += n
+		more := yield(piece{rec, cut(n)}, nil)
+		rec.Release()
+		if !more {
+			return read, true
+		}
+	}
+	if rr != nil && rr.Err() != nil && !errors.Is(rr.Err(), io.EOF) {
+		return read, false
+	}
+	if read != sel.rows {
+		return read, false
+	}
+	for _, t := range tensors {
+		if !t.finished() {
+			return read, false
+		}
+	}
+	return read, true
 }
 
 // groupList names row groups compactly: "0-3" or "1, 4, 7".

@@ -1,0 +1,249 @@
+package dataset_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+)
+
+// tensorFile describes a Parquet file of id, name and a float32 tensor
+// column "features" of k values a row, as other writers make them: rows
+// that break the shape are placed by row number (-1: none).
+type tensorFile struct {
+	rows, groupRows, k int
+	list               bool // list<float32> instead of fixed_size_list<float32>[k]
+	noStoredSchema     bool // no Arrow schema in the footer: a fixed list reads back as list
+	required           bool // neither the list nor its values nullable
+	props              []parquet.WriterProperty
+	nullRow, emptyRow  int
+	nullValue, ragged  int
+}
+
+func regularFile(rows, groupRows, k int) tensorFile {
+	return tensorFile{rows: rows, groupRows: groupRows, k: k, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1}
+}
+
+func (tf tensorFile) write(t *testing.T, path string) {
+	t.Helper()
+	elem := arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Float32, Nullable: !tf.required}
+	var typ arrow.DataType = arrow.FixedSizeListOfField(int32(tf.k), elem)
+	if tf.list {
+		typ = arrow.ListOfField(elem)
+	}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "features", Type: typ, Nullable: !tf.required},
+	}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := parquet.NewWriterProperties(append([]parquet.WriterProperty{parquet.WithMaxRowGroupLength(int64(tf.groupRows))}, tf.props...)...)
+	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
+	if tf.noStoredSchema {
+		aprops = pqarrow.NewArrowWriterProperties()
+	}
+	fw, err := pqarrow.NewFileWriter(schema, f, props, aprops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	for start := 0; start < tf.rows; start += tf.groupRows {
+		b := array.NewRecordBuilder(mem, schema)
+		for i := start; i < min(start+tf.groupRows, tf.rows); i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("row %d", i))
+			n := tf.k
+			switch i {
+			case tf.nullRow:
+				b.Field(2).AppendNull()
+				continue
+			case tf.emptyRow:
+				n = 0
+			case tf.ragged:
+				n = tf.k + 1
+			}
+			var vals *array.Float32Builder
+			if tf.list {
+				lb := b.Field(2).(*array.ListBuilder)
+				lb.Append(true)
+				vals = lb.ValueBuilder().(*array.Float32Builder)
+			} else {
+				lb := b.Field(2).(*array.FixedSizeListBuilder)
+				lb.Append(true)
+				vals = lb.ValueBuilder().(*array.Float32Builder)
+			}
+			for j := range n {
+				if i == tf.nullValue && j == 1 {
+					vals.AppendNull()
+					continue
+				}
+				vals.Append(float32(i) + float32(j)/100)
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := fw.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readColumns reads path through dataset.Files and returns each column
+// whole, and the error that ended the read.
+func readColumns(t *testing.T, mem memory.Allocator, path string, opts ...dataset.FilesOption) (cols []arrow.Array, rows int64, err error) {
+	t.Helper()
+	ds, err := dataset.Files([]string{path}, append(opts, dataset.WithAllocator(mem))...)
+	if err != nil {
+		return nil, 0, err
+	}
+	parts := make([][]arrow.Array, ds.Schema().NumFields())
+	defer func() {
+		for _, p := range parts {
+			for _, a := range p {
+				a.Release()
+			}
+		}
+	}()
+	for rec, rerr := range ds.Records() {
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		rows += rec.NumRows()
+		for i, c := range rec.Columns() {
+			c.Retain()
+			parts[i] = append(parts[i], c)
+		}
+	}
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		whole, cerr := array.Concatenate(p, mem)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		cols = append(cols, whole)
+	}
+	return cols, rows, err
+}
+
+// The tensor path reads what pqarrow reads: the same rows and values, the
+// same types, the same errors, whatever the encoding, and wherever a row
+// that breaks the shape lies (pqarrow takes over from its row group).
+func TestTensorPathMatchesPqarrow(t *testing.T) {
+	with := func(tf tensorFile, edit func(*tensorFile)) tensorFile { edit(&tf); return tf }
+	base := regularFile(1000, 100, 8)
+	files := map[string]tensorFile{
+		"fixed":              base,
+		"fixed required":     with(base, func(tf *tensorFile) { tf.required = true }),
+		"fixed read as list": with(base, func(tf *tensorFile) { tf.noStoredSchema = true }),
+		"list":               with(base, func(tf *tensorFile) { tf.list = true }),
+		"one row group":      with(base, func(tf *tensorFile) { tf.groupRows = 1000 }),
+		"one-row groups":     with(regularFile(7, 1, 3), func(tf *tensorFile) { tf.list = true }),
+		"k 1":                regularFile(300, 64, 1),
+		"dictionary":         with(base, func(tf *tensorFile) { tf.props = []parquet.WriterProperty{parquet.WithDictionaryDefault(true)} }),
+		"small pages, v2, zstd": with(base, func(tf *tensorFile) {
+			tf.props = []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(false)}
+		}),
+		"byte stream split": with(base, func(tf *tensorFile) {
+			tf.props = []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit)}
+		}),
+		// pqarrow writes no null fixed_size_list row: null rows are in lists.
+		"null row in group 7":   with(base, func(tf *tensorFile) { tf.nullRow, tf.list = 750, true }),
+		"null first row":        with(base, func(tf *tensorFile) { tf.nullRow, tf.list = 0, true }),
+		"null value":            with(base, func(tf *tensorFile) { tf.nullValue = 333 }),
+		"empty last row":        with(base, func(tf *tensorFile) { tf.emptyRow, tf.list = 999, true }),
+		"ragged row in group 4": with(base, func(tf *tensorFile) { tf.ragged, tf.list = 420, true }),
+		"ragged first row":      with(base, func(tf *tensorFile) { tf.ragged, tf.list = 0, true }),
+	}
+	readings := map[string][]dataset.FilesOption{
+		"all columns":         nil,
+		"features only":       {dataset.WithColumns("features")},
+		"features, id":        {dataset.WithColumns("features", "id")},
+		"shard 1/3, 37 rows":  {dataset.WithShard(dataset.Shard{Index: 1, Count: 3}), dataset.WithReadRows(37)},
+		"reads across groups": {dataset.WithReadRows(150)},
+	}
+	for name, tf := range files {
+		path := filepath.Join(t.TempDir(), "in.parquet")
+		tf.write(t, path)
+		for reading, opts := range readings {
+			t.Run(name+"/"+reading, func(t *testing.T) {
+				mem := arrowtest.Allocator(t)
+				want, wantRows, wantErr := readColumns(t, mem, path, append(opts, dataset.WithPqarrowOnly())...)
+				defer releaseAll(want)
+				got, gotRows, gotErr := readColumns(t, mem, path, opts...)
+				defer releaseAll(got)
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("error %v, pqarrow's %v", gotErr, wantErr)
+				}
+				if gotRows != wantRows || len(got) != len(want) {
+					t.Fatalf("%d rows in %d columns, pqarrow's %d in %d", gotRows, len(got), wantRows, len(want))
+				}
+				for i := range want {
+					if !arrow.TypeEqual(got[i].DataType(), want[i].DataType()) {
+						t.Fatalf("column %d: %s, pqarrow's %s", i, got[i].DataType(), want[i].DataType())
+					}
+					if !array.Equal(got[i], want[i]) {
+						t.Fatalf("column %d differs from pqarrow's", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+func releaseAll(arrs []arrow.Array) {
+	for _, a := range arrs {
+		a.Release()
+	}
+}
+
+// The tensor path reads every row of a regular file itself, and hands over
+// to pqarrow only at the read holding the first row that breaks the shape.
+func TestTensorPathCoverage(t *testing.T) {
+	base := regularFile(1000, 100, 8)
+	cases := []struct {
+		name string
+		tf   tensorFile
+		rows int64
+		all  bool
+	}{
+		{"fixed", base, 1000, true},
+		{"list, learnt k", func() tensorFile { tf := base; tf.list = true; return tf }(), 1000, true},
+		{"null row at 750", func() tensorFile { tf := base; tf.list, tf.nullRow = true, 750; return tf }(), 700, false},
+		{"ragged row at 420", func() tensorFile { tf := base; tf.list, tf.ragged = true, 420; return tf }(), 400, false},
+		{"empty row at 0", func() tensorFile { tf := base; tf.list, tf.emptyRow = true, 0; return tf }(), 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.parquet")
+			c.tf.write(t, path)
+			mem := arrowtest.Allocator(t)
+			rows, all, err := dataset.TensorPathRows(path, dataset.WithAllocator(mem), dataset.WithReadRows(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows != c.rows || all != c.all {
+				t.Fatalf("tensor path read %d rows (all: %t), want %d (%t)", rows, all, c.rows, c.all)
+			}
+		})
+	}
+}
