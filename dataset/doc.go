@@ -53,8 +53,8 @@
 // Arrow buffers while every row holds the same number of present values
 // (checked from the levels), skipping pqarrow's list assembly, about half
 // the cost of decoding them; from the row group of the first row that
-// does not, pqarrow reads the rest. Both give the same records and errors
-// (tested, and fuzzed against each other).
+// does not, pqarrow reads the rest. Both give the same records, and on a
+// damaged file the same error (tested, and fuzzed against each other).
 //
 // # Batching
 //

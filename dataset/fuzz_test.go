@@ -1,7 +1,7 @@
 package dataset_test
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +59,10 @@ func fuzzFile(f *testing.F, ext string) {
 }
 
 // FuzzParquetTensorPath reads damaged Parquet files with the tensor path
-// and with pqarrow alone: the same columns, rows and error.
+// and with pqarrow alone: the same records, or the same kind of error.
+// Before an error the rows yielded agree, but their number may differ:
+// pqarrow takes over from the start of a row group, where its reads are
+// not cut as they are from the start of the file.
 func FuzzParquetTensorPath(f *testing.F) {
 	seedFile(f, "seed.parquet")
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -70,11 +73,19 @@ func FuzzParquetTensorPath(f *testing.F) {
 		mem := memory.NewGoAllocator()
 		want, wantRows, wantErr := readColumns(t, mem, path, dataset.WithReadRows(7), dataset.WithPqarrowOnly())
 		got, gotRows, gotErr := readColumns(t, mem, path, dataset.WithReadRows(7))
-		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || gotRows != wantRows || len(got) != len(want) {
+		sameErr := (gotErr == nil) == (wantErr == nil) &&
+			errors.Is(gotErr, dataset.ErrUnreadable) == errors.Is(wantErr, dataset.ErrUnreadable) &&
+			errors.Is(gotErr, dataset.ErrRowCount) == errors.Is(wantErr, dataset.ErrRowCount)
+		if !sameErr || (wantErr == nil && (gotRows != wantRows || len(got) != len(want))) {
 			t.Fatalf("%d rows in %d columns (%v), pqarrow's %d in %d (%v)", gotRows, len(got), gotErr, wantRows, len(want), wantErr)
 		}
-		for i := range want {
-			if !array.Equal(got[i], want[i]) {
+		rows := min(gotRows, wantRows)
+		for i := range min(len(got), len(want)) {
+			g, w := array.NewSlice(got[i], 0, rows), array.NewSlice(want[i], 0, rows)
+			equal := array.Equal(g, w)
+			g.Release()
+			w.Release()
+			if !equal {
 				t.Fatalf("column %d differs from pqarrow's", i)
 			}
 		}

@@ -80,6 +80,47 @@ func TestRelu(t *testing.T) {
 	}
 }
 
+// The vector ReLU gives the portable one's bits for any bits, NaNs
+// included, at any length and alignment.
+func TestReluMatchesPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]float32, 200)
+	for n := range 140 {
+		for _, off := range []int{0, 1, 3} {
+			y := buf[off : off+n]
+			for i := range y {
+				y[i] = math.Float32frombits(rng.Uint32())
+			}
+			want := append([]float32(nil), y...)
+			reluPortable(want)
+			relu(y)
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d, offset %d: relu[%d] = %#x, portable %#x", n, off, i, math.Float32bits(y[i]), math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkRelu runs the ReLU pass over one batch of 256 rows of 256.
+func BenchmarkRelu(b *testing.B) {
+	y := make([]float32, 256*256)
+	for b.Loop() {
+		relu(y)
+	}
+	b.SetBytes(int64(4 * len(y)))
+}
+
+// BenchmarkReluPortable is BenchmarkRelu without the vector code.
+func BenchmarkReluPortable(b *testing.B) {
+	y := make([]float32, 256*256)
+	for b.Loop() {
+		reluPortable(y)
+	}
+	b.SetBytes(int64(4 * len(y)))
+}
+
 // benchMLP returns a session of the MLP 64-256-256-10 at batch 256 and a
 // batch of random features.
 func benchMLP(b *testing.B, serial bool) (*MLP, *session, []float32) {

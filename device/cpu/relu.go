@@ -1,7 +1,7 @@
-//go:build !(goexperiment.simd && amd64)
+//go:build !amd64 || purego
 
 package cpu
 
-// relu sets the negative values of y to 0 (portable; GOEXPERIMENT=simd on
-// amd64 builds a vector version).
+// relu sets the negative values of y to 0 (portable; amd64 builds a vector
+// version).
 func relu(y []float32) { reluPortable(y) }
