@@ -253,7 +253,7 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 	}
 	var tensors []*tensorColumn
 	var rest []int // the other fields' leaves
-	byName := make([]int, r.out.NumFields())
+	isTensor := make([]bool, r.out.NumFields())
 	for i, f := range r.out.Fields() {
 		idx := r.full.FieldIndices(f.Name)
 		if len(idx) != 1 {
@@ -262,7 +262,7 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		leaves := appendLeaves(nil, &r.fr.Manifest.Fields[idx[0]])
 		if t := newTensorColumn(r.pf, r.mem, sel.groups, i, f, leaves); t != nil {
 			tensors = append(tensors, t)
-			byName[i] = -1
+			isTensor[i] = true
 			continue
 		}
 		rest = append(rest, leaves...)
@@ -305,7 +305,7 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		}
 		if ok {
 			for i, f := range r.out.Fields() {
-				if byName[i] != -1 {
+				if !isTensor[i] {
 					cols[i] = others.Column(others.Schema().FieldIndices(f.Name)[0])
 					cols[i].Retain()
 				}
