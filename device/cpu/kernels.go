@@ -5,16 +5,6 @@ import "math"
 // The element-wise passes of a forward step, between the matrix products:
 // small next to a product, but paid on every value of every batch.
 
-// reluPortable sets the negative values of y to 0 without a branch or a
-// float compare: a float's sign bit, spread over the word by an arithmetic
-// shift, masks the value off. -0 and negative NaNs become +0.
-func reluPortable(y []float32) {
-	for j, v := range y {
-		b := math.Float32bits(v)
-		y[j] = math.Float32frombits(b &^ uint32(int32(b)>>31))
-	}
-}
-
 // exp32 is e**x in float32 (Cephes' expf: a reduction by ln 2 and a
 // degree-6 polynomial, within 2 ulp), for softmax inputs x ≤ 0; it is 0
 // below -87, where e**x leaves float32's normal range.

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
+
+	"github.com/drainpipe/drainpipe/device/cpu/internal/relu"
 )
 
 // Activation is the function applied after a layer's affine map.
@@ -175,7 +177,7 @@ func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y
 		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 1, y, l.Out)
 	}
 	if l.Activation == ReLU {
-		relu(y[:rows*l.Out]) // one pass over the batch
+		relu.InPlace(y[:rows*l.Out]) // one pass over the batch
 		return
 	}
 	for r := range rows {
@@ -187,7 +189,7 @@ func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y
 func activate(a Activation, row []float32) {
 	switch a {
 	case ReLU:
-		relu(row)
+		relu.InPlace(row)
 	case Tanh:
 		for j, v := range row {
 			row[j] = float32(math.Tanh(float64(v)))

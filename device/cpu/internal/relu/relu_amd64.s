@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// func reluAVX2(y []float32)
+// func avx2(y []float32)
 // Each value ANDed with the complement of its sign bit spread over the
 // word (VPSRAD by 31): a negative value, -0 and a negative NaN become +0.
-TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+TEXT ·avx2(SB), NOSPLIT, $0-24
 	MOVQ y_base+0(FP), SI
 	MOVQ y_len+8(FP), CX
 	SHRQ $3, CX
