@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -42,7 +43,7 @@ func pair(r int, a, b func() float64) (ta, tb float64) {
 // goals measures every speed goal in interleaved rounds and prints each
 // ratio's median, lowest and highest. Every ratio is of rates (rows/s):
 // above 1, the first side is faster.
-func (c *config) goals(w io.Writer, rounds int) {
+func (c *config) goals(w io.Writer, rounds int, only string) {
 	recs := c.records()
 	defer func() {
 		for _, r := range recs {
@@ -89,6 +90,10 @@ func (c *config) goals(w io.Writer, rounds int) {
 		}},
 	}
 	gs = append(gs, onnxGoals(c, recs)...)
+	gs = slices.DeleteFunc(gs, func(g goal) bool { return !strings.Contains(g.name, only) })
+	if len(gs) == 0 {
+		check(fmt.Errorf("no goal's name holds %q", only))
+	}
 
 	ratios := make([][]float64, len(gs))
 	for r := range rounds {

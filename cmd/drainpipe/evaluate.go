@@ -41,7 +41,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
 	batch := fs.Int("batch-size", 256, "rows per device batch")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
-	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
+	sessions := fs.Int("sessions", 0, sessionsHelp)
 	shardSpec := fs.String("shard", "0/1", "evaluate shard i of n (i/n)")
 	jsonPath := fs.String("json", "", "also write the report to this JSON file")
 	value := fs.String("value", "", "evaluate this regression output (mean squared and absolute error) instead of class probabilities (default \"value\" when the model has no class probabilities)")

@@ -15,6 +15,9 @@ import (
 )
 
 // loadedModel is a model file opened for a job.
+// sessionsHelp describes every command's --sessions flag.
+const sessionsHelp = "session groups taking whole batches side by side, one core each (0: one a core)"
+
 type loadedModel struct {
 	model     device.Model
 	inputSize int

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
 )
@@ -38,5 +39,8 @@ func loadONNX(path, column string) (*loadedModel, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	return &loadedModel{model: m, inputSize: width, feature: column, id: hex.EncodeToString(sum[:]), sessions: 1}, nil
+	// One-thread sessions side by side beat one session on every core
+	// here too (BENCHMARKS.md), at the cost of a copy of the weights each.
+	return &loadedModel{model: m, inputSize: width, feature: column, id: hex.EncodeToString(sum[:]),
+		sessions: runtime.GOMAXPROCS(0)}, nil
 }

@@ -35,7 +35,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
 	shardSpec := fs.String("shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them; the batch size must divide by it")
-	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
+	sessions := fs.Int("sessions", 0, sessionsHelp)
 	prefetch := fs.Int("prefetch", -1, "batches the input side may read ahead of the device (-1: one file read's worth and two more)")
 	partRows := fs.Int("part-rows", 1<<18, "rows per durable part: the most a killed job redoes")
 	readRows := fs.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")

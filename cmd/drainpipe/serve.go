@@ -58,7 +58,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	queueRows := fs.Int("queue-rows", 0, "rows a model may hold queued before refusing requests with 429 (0: 16 batches)")
 	timeout := fs.Duration("timeout", 10*time.Second, "default request deadline, when the request sets none sooner (0: none)")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
-	sessions := fs.Int("sessions", 0, "session groups taking whole batches side by side (0: one a core for a drainpipe MLP, 1 for ONNX)")
+	sessions := fs.Int("sessions", 0, sessionsHelp)
 	drainTimeout := fs.Duration("drain-timeout", 30*time.Second, "the longest a graceful shutdown waits for requests taken")
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
