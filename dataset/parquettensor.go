@@ -42,7 +42,7 @@ func newTensorColumn(pf *file.Reader, mem memory.Allocator, groups []int, field 
 	var k int64
 	switch t := f.Type.(type) {
 	case *arrow.FixedSizeListType:
-		if t.Elem().ID() != arrow.FLOAT32 {
+		if t.Elem().ID() != arrow.FLOAT32 || t.Len() <= 0 {
 			return nil
 		}
 		k = int64(t.Len())
@@ -62,15 +62,12 @@ func newTensorColumn(pf *file.Reader, mem memory.Allocator, groups []int, field 
 	}
 	t := &tensorColumn{pf: pf, mem: mem, groups: groups, leaf: leaves[0], field: field, typ: f.Type,
 		k: k, maxDef: descr.MaxDefinitionLevel(), g: -1}
-	if k == 0 {
-		if k = t.firstRowLength(); k == 0 {
-			return nil
-		}
+	if t.k == 0 {
+		t.k = t.firstRowLength()
 	}
-	if k <= 0 || k > math.MaxInt32 {
+	if t.k <= 0 || t.k > math.MaxInt32 {
 		return nil
 	}
-	t.k = k
 	return t
 }
 
