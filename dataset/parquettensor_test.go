@@ -187,10 +187,18 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		for reading, opts := range readings {
 			t.Run(name+"/"+reading, func(t *testing.T) {
 				mem := arrowtest.Allocator(t)
-				want, wantRows, wantErr := readColumns(t, mem, path, append(opts, dataset.WithPqarrowOnly())...)
+				var wantFrom, gotFrom dataset.Origins
+				want, wantRows, wantErr := readColumns(t, mem, path, append(opts, dataset.WithPqarrowOnly(), dataset.WithOrigins(&wantFrom))...)
 				defer releaseAll(want)
-				got, gotRows, gotErr := readColumns(t, mem, path, opts...)
+				got, gotRows, gotErr := readColumns(t, mem, path, append(opts, dataset.WithOrigins(&gotFrom))...)
 				defer releaseAll(got)
+				for r := range wantRows {
+					w, wok := wantFrom.Locate(r)
+					g, gok := gotFrom.Locate(r)
+					if w != g || wok != gok {
+						t.Fatalf("row %d comes from %+v (%t), pqarrow's from %+v (%t)", r, g, gok, w, wok)
+					}
+				}
 				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 					t.Fatalf("error %v, pqarrow's %v", gotErr, wantErr)
 				}
