@@ -16,11 +16,16 @@
 //
 // # Sessions
 //
-// Each device session (one per replica) creates an ONNX Runtime session at
-// Start and destroys it exactly once at Shutdown. Its input and output
-// tensors are bound once at the padded batch shape and reused for every
-// batch (an AdvancedSession), so a steady-state batch allocates only its
-// output record. ONNX Runtime's environment is process-wide: the package
+// Each device session (one per replica and session group) creates one ONNX
+// Runtime session at Start, for every batch size it is allowed, and
+// destroys it exactly once at Shutdown. A batch's fixed_size_list or
+// primitive input column is handed to ONNX Runtime where Arrow holds it,
+// and each output is written straight into the new record's buffer, so a
+// batch copies nothing and allocates only its output record (a list
+// column is copied into a tensor bound at Start, its padding rows as
+// zeros). Sessions side by side ([device.SessionConfig] Sessions or
+// Replicas above 1) get one intra-op thread each unless [WithIntraOpThreads]
+// says otherwise. ONNX Runtime's environment is process-wide: the package
 // counts the sessions that use it and destroys it with the last one.
 //
 // # Columns and tensors
