@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -117,8 +118,10 @@ func TestInferMatchesLibrary(t *testing.T) {
 				if o := resp.Outputs[1]; o.Name != "probabilities" || o.Datatype != "FP32" || !slices.Equal(o.Shape, []int64{int64(hi - lo), 3}) {
 					t.Errorf("probabilities output %+v", o)
 				}
-				json.Unmarshal(resp.Outputs[0].Data, &cls)
-				json.Unmarshal(resp.Outputs[1].Data, &prob)
+				if err := errors.Join(json.Unmarshal(resp.Outputs[0].Data, &cls), json.Unmarshal(resp.Outputs[1].Data, &prob)); err != nil {
+					t.Errorf("outputs of rows %d..%d: %v", lo, hi, err)
+					return
+				}
 			case 2: // gRPC, raw
 				raw := binary.LittleEndian.AppendUint32(nil, 0)[:0]
 				for _, v := range flat(all[lo:hi]) {

@@ -57,7 +57,9 @@ func TestServeONNXModel(t *testing.T) {
 	var meta struct {
 		Inputs []struct{ Name string }
 	}
-	json.Unmarshal(body, &meta)
+	if err := json.Unmarshal(body, &meta); err != nil || len(meta.Inputs) == 0 {
+		t.Fatalf("metadata %s: %v", body, err)
+	}
 	resp, err = http.Post(s.http+"/v2/models/mlp/infer", "application/json", bytes.NewReader(featureBodyNamed(meta.Inputs[0].Name, 3, 64)))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@
 package onnx
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -123,7 +122,6 @@ func BenchmarkSessionVsDirect(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "session/direct")
 	b.ReportMetric(ratios[0], "session/direct_min")
 	b.ReportMetric(ratios[len(ratios)-1], "session/direct_max")
-	_ = fmt.Sprint()
 }
 
 func median(v []float64) float64 {
