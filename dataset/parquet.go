@@ -253,7 +253,6 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 	}
 	var tensors []*tensorColumn
 	var rest []int // the other fields' leaves
-	isTensor := make([]bool, r.out.NumFields())
 	for i, f := range r.out.Fields() {
 		idx := r.full.FieldIndices(f.Name)
 		if len(idx) != 1 {
@@ -262,7 +261,6 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		leaves := appendLeaves(nil, &r.fr.Manifest.Fields[idx[0]])
 		if t := newTensorColumn(r.pf, r.mem, sel.groups, i, f, leaves); t != nil {
 			tensors = append(tensors, t)
-			isTensor[i] = true
 			continue
 		}
 		rest = append(rest, leaves...)
@@ -284,7 +282,6 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		defer rr.Release()
 	}
 	cut := sel.runCutter()
-	cols := make([]arrow.Array, r.out.NumFields())
 	for {
 		var others arrow.RecordBatch
 		var n int64
@@ -297,30 +294,7 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		} else if n = min(int64(r.c.batchRows), sel.rows-read); n == 0 {
 			break
 		}
-		ok := true
-		for _, t := range tensors {
-			if cols[t.field], ok = t.read(n); !ok {
-				break
-			}
-		}
-		if ok {
-			for i, f := range r.out.Fields() {
-				if !isTensor[i] {
-					cols[i] = others.Column(others.Schema().FieldIndices(f.Name)[0])
-					cols[i].Retain()
-				}
-			}
-		}
-		var rec arrow.RecordBatch
-		if ok {
-			rec = array.NewRecordBatch(r.out, cols, n)
-		}
-		for i, c := range cols {
-			if c != nil {
-				c.Release()
-				cols[i] = nil
-			}
-		}
+		rec, ok := r.tensorRecord(tensors, others, n)
 		if !ok {
 			return read, false
 		}
@@ -343,6 +317,33 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		}
 	}
 	return read, true
+}
+
+// tensorRecord reads the next n rows of the tensor columns and puts them
+// with the other columns' (from others, nil if there are none) in a
+// record of the output schema; false if a tensor column cannot read them.
+func (r *parquetReader) tensorRecord(tensors []*tensorColumn, others arrow.RecordBatch, n int64) (arrow.RecordBatch, bool) {
+	cols := make([]arrow.Array, r.out.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for _, t := range tensors {
+		var ok bool
+		if cols[t.field], ok = t.read(n); !ok {
+			return nil, false
+		}
+	}
+	for i, f := range r.out.Fields() {
+		if cols[i] == nil {
+			cols[i] = others.Column(others.Schema().FieldIndices(f.Name)[0])
+			cols[i].Retain()
+		}
+	}
+	return array.NewRecordBatch(r.out, cols, n), true
 }
 
 // groupList names row groups compactly: "0-3" or "1, 4, 7".
