@@ -49,12 +49,19 @@
 // Parquet returns for a fixed-size list written without the Arrow schema)
 // as one, zero-copy; [Gather] builds one from scalar columns.
 //
-// A Parquet file's float32 list columns are decoded straight into their
-// Arrow buffers while every row holds the same number of present values
-// (checked from the levels), skipping pqarrow's list assembly, about half
-// the cost of decoding them; from the row group of the first row that
-// does not, pqarrow reads the rest. Both give the same records, and on a
-// damaged file the same error (tested, and fuzzed against each other).
+// A Parquet file's float32 list and fixed_size_list columns are decoded
+// by the package's own decoder, straight into their Arrow buffers: rows
+// are cut from the repetition levels and typed from the definition levels
+// (present, null, empty, holding a null value), skipping pqarrow's list
+// assembly, about half the cost of decoding them, and a bug of it that
+// misplaced values on valid files (docs/upstream/). The decoder proves
+// every row boundary it crosses, the one after the last row of a read
+// included: a row ends where the next level starts a row, or where its
+// row group's chunk ends holding the rows the group declares. Levels that
+// do not prove it are an error naming the column, row group and file row,
+// never a row cut short or run on. Arrow IPC record batches are checked
+// with arrow-go's array.ValidateFull before use (lengths, offsets, child sizes,
+// bitmaps, dictionary indices): arrow-go's IPC reader trusts them.
 //
 // # Batching
 //

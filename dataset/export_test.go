@@ -6,20 +6,24 @@ import "github.com/drainpipe/drainpipe/format"
 // compare the two paths.
 func WithPqarrowOnly() FilesOption { return func(c *filesConfig) { c.pqarrowOnly = true } }
 
-// TensorPathRows reads a Parquet file's row groups as [Files] does, and
-// returns the rows the tensor path yielded before it handed over to
-// pqarrow, and whether it read them all.
-func TensorPathRows(path string, opts ...FilesOption) (rows int64, all bool, err error) {
+// TensorPathColumns returns the columns of a Parquet file that [Files]
+// decodes with its own float list decoder rather than pqarrow's.
+func TensorPathColumns(path string, opts ...FilesOption) ([]string, error) {
 	c, err := newFilesConfig(append(opts, WithFormat(format.Parquet)))
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	r, err := c.open(path)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	defer r.close()
 	pr := r.(*parquetReader)
-	rows, all = pr.tensorRecords(pr.selection(func(int) bool { return true }), func(piece, error) bool { return true })
-	return rows, all, nil
+	tensors, _ := pr.tensorColumns(pr.selection(func(int) bool { return true }))
+	var names []string
+	for _, t := range tensors {
+		names = append(names, t.name)
+		t.release()
+	}
+	return names, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -74,7 +75,17 @@ func (r *ipcReader) close() {
 	r.f.Close()
 }
 
-func (r *ipcReader) emit(rec arrow.RecordBatch, at run, yield func(piece, error) bool) bool {
+// emit yields record batch i of the file, after checking that its arrays
+// are what their lengths say: arrow-go's IPC reader trusts the lengths,
+// offsets and child sizes it reads, so a fixed_size_list child shorter
+// than its rows need (which Arrow JS writes without a complaint) would
+// read with its values shifted.
+func (r *ipcReader) emit(i int, rec arrow.RecordBatch, at run, yield func(piece, error) bool) bool {
+	for c, col := range rec.Columns() {
+		if err := array.ValidateFull(col); err != nil {
+			return yield(piece{}, fmt.Errorf("%w: record batch %d, column %q: %v", ErrUnreadable, i, rec.Schema().Field(c).Name, err))
+		}
+	}
 	at.n = rec.NumRows()
 	if r.c.columns == nil {
 		return yield(piece{rec, []run{at}}, nil)
@@ -105,7 +116,7 @@ func (r *ipcReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 					at.fileRow = -1
 				}
 				row += rec.NumRows()
-				ok := r.emit(rec, at, yield)
+				ok := r.emit(i, rec, at, yield)
 				rec.Release()
 				if !ok {
 					return
@@ -116,7 +127,7 @@ func (r *ipcReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 		i, row := 0, int64(0)
 		for ; r.stream.Next(); i++ {
 			rec := r.stream.RecordBatch()
-			if mine(i) && !r.emit(rec, run{fileRow: row}, yield) {
+			if mine(i) && !r.emit(i, rec, run{fileRow: row}, yield) {
 				return
 			}
 			row += rec.NumRows()

@@ -26,6 +26,14 @@ func (e *RowError) Error() string {
 
 func (e *RowError) Unwrap() error { return e.Err }
 
+// rowErrorIf is rowError for a non-nil err.
+func rowErrorIf(column string, first int64, err error) error {
+	if err == nil {
+		return nil
+	}
+	return rowError(column, first, err)
+}
+
 // rowError names the dataset row of a tensor row error in a record whose
 // first row is dataset row first.
 func rowError(column string, first int64, err error) error {

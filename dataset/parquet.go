@@ -173,115 +173,99 @@ func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 		if len(sel.groups) == 0 {
 			return
 		}
-		read, done := r.tensorRecords(sel, yield)
-		if !done {
-			r.pqarrowRecords(sel, read, yield)
+		if tensors, rest := r.tensorColumns(sel); len(tensors) > 0 {
+			r.tensorRecords(sel, tensors, rest, yield)
+			return
 		}
+		r.pqarrowRecords(sel, yield)
 	}
 }
 
-// pqarrowRecords reads the selection through pqarrow, skipping its first
-// skip rows (yielded already): from the group that holds the next row.
-func (r *parquetReader) pqarrowRecords(sel selection, skip int64, yield func(piece, error) bool) {
+// pqarrowRecords reads the selection through pqarrow.
+func (r *parquetReader) pqarrowRecords(sel selection, yield func(piece, error) bool) {
 	cut := sel.runCutter()
-	cut(skip)
-	var got int64
-	from := 0
-	for from < len(sel.groups)-1 && skip >= sel.sizes[from] {
-		skip, got = skip-sel.sizes[from], got+sel.sizes[from]
-		from++
-	}
-	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, sel.groups[from:])
+	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, sel.groups)
 	if err != nil {
 		yield(piece{}, err)
 		return
 	}
 	defer rr.Release()
+	var got int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		n := rec.NumRows()
-		got += n
-		if skip >= n {
-			skip -= n
-			continue
-		}
-		if skip > 0 || r.c.columns != nil {
-			if skip > 0 {
-				rec = rec.NewSlice(skip, n)
-			} else {
-				rec.Retain()
-			}
-			if r.c.columns != nil {
-				// Leaf order follows the file; put the fields in the order asked.
-				sel := selectColumns(rec, r.out)
-				rec.Release()
-				rec = sel
-			}
-			ok := yield(piece{rec, cut(rec.NumRows())}, nil)
-			rec.Release()
-			skip = 0
-			if !ok {
+		got += rec.NumRows()
+		if r.c.columns == nil {
+			if !yield(piece{rec, cut(rec.NumRows())}, nil) {
 				return
 			}
 			continue
 		}
-		if !yield(piece{rec, cut(n)}, nil) {
+		// Leaf order follows the file; put the fields in the order asked.
+		sel := selectColumns(rec, r.out)
+		more := yield(piece{sel, cut(sel.NumRows())}, nil)
+		sel.Release()
+		if !more {
 			return
 		}
 	}
-	// pqarrow reports io.EOF from Err at a normal end, and also when it
-	// stopped early on a page it could not decode: only the count tells.
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		yield(piece{}, fmt.Errorf("row groups %s, after %d rows: %w", groupList(sel.groups), got, err))
-		return
-	}
-	if got != sel.rows {
-		yield(piece{}, fmt.Errorf("%w: read %d rows of the %d its footer declares for row groups %s", ErrRowCount, got, sel.rows, groupList(sel.groups)))
-		return
-	}
+	r.checkEnd(sel, rr, got, yield)
 }
 
-// tensorRecords reads the selection with its tensor columns decoded by
-// tensorColumn and the others by pqarrow, and returns the rows it yielded
-// and whether it read them all (or the consumer stopped). It reads nothing
-// if the file has no tensor column; it stops without an error at the first
-// rows its tensor columns cannot read, and at any failure: pqarrow then
-// reads the rest and reports what is wrong.
-func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bool) (read int64, done bool) {
-	if r.c.pqarrowOnly {
-		return 0, false
+// checkEnd reports how a pqarrow read of the selection that yielded got
+// rows ended: pqarrow reports io.EOF from Err at a normal end, and also
+// when it stopped early on a page it could not decode, so only the count
+// tells.
+func (r *parquetReader) checkEnd(sel selection, rr pqarrow.RecordReader, got int64, yield func(piece, error) bool) bool {
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return yield(piece{}, fmt.Errorf("row groups %s, after %d rows: %w", groupList(sel.groups), got, err))
 	}
-	var tensors []*tensorColumn
-	var rest []int // the other fields' leaves
+	if got != sel.rows {
+		return yield(piece{}, fmt.Errorf("%w: read %d rows of the %d its footer declares for row groups %s", ErrRowCount, got, sel.rows, groupList(sel.groups)))
+	}
+	return true
+}
+
+// tensorColumns returns a reader for each float list column read (see
+// tensorColumn), and the leaves of the other columns; none if tensor
+// columns are to be read through pqarrow too.
+func (r *parquetReader) tensorColumns(sel selection) (tensors []*tensorColumn, rest []int) {
+	if r.c.pqarrowOnly {
+		return nil, nil
+	}
 	for i, f := range r.out.Fields() {
 		idx := r.full.FieldIndices(f.Name)
 		if len(idx) != 1 {
-			return 0, false
+			return nil, nil
 		}
-		leaves := appendLeaves(nil, &r.fr.Manifest.Fields[idx[0]])
-		if t := newTensorColumn(r.pf, r.mem, sel.groups, i, f, leaves); t != nil {
+		sf := &r.fr.Manifest.Fields[idx[0]]
+		if t := newTensorColumn(r.pf, r.mem, sel, i, f, sf); t != nil {
 			tensors = append(tensors, t)
 			continue
 		}
-		rest = append(rest, leaves...)
+		rest = appendLeaves(rest, sf)
 	}
+	return tensors, rest
+}
+
+// tensorRecords reads the selection with its tensor columns decoded by
+// tensorColumn and the others (the leaves rest) by pqarrow, in step.
+func (r *parquetReader) tensorRecords(sel selection, tensors []*tensorColumn, rest []int, yield func(piece, error) bool) {
 	defer func() {
 		for _, t := range tensors {
 			t.release()
 		}
 	}()
-	if len(tensors) == 0 {
-		return 0, false
-	}
 	var rr pqarrow.RecordReader
 	if len(rest) > 0 {
 		var err error
 		if rr, err = r.fr.GetRecordReader(context.Background(), rest, sel.groups); err != nil {
-			return 0, false
+			yield(piece{}, err)
+			return
 		}
 		defer rr.Release()
 	}
 	cut := sel.runCutter()
+	var read int64
 	for {
 		var others arrow.RecordBatch
 		var n int64
@@ -294,35 +278,33 @@ func (r *parquetReader) tensorRecords(sel selection, yield func(piece, error) bo
 		} else if n = min(int64(r.c.batchRows), sel.rows-read); n == 0 {
 			break
 		}
-		rec, ok := r.tensorRecord(tensors, others, n)
-		if !ok {
-			return read, false
+		rec, err := r.tensorRecord(tensors, others, n)
+		if err != nil {
+			yield(piece{}, err)
+			return
 		}
 		read += n
 		more := yield(piece{rec, cut(n)}, nil)
 		rec.Release()
 		if !more {
-			return read, true
+			return
 		}
 	}
-	if rr != nil && rr.Err() != nil && !errors.Is(rr.Err(), io.EOF) {
-		return read, false
-	}
-	if read != sel.rows {
-		return read, false
+	if rr != nil && !r.checkEnd(sel, rr, read, yield) {
+		return
 	}
 	for _, t := range tensors {
-		if !t.finished() {
-			return read, false
+		if err := t.finished(); err != nil {
+			yield(piece{}, fmt.Errorf("%w: %w", ErrRowCount, err))
+			return
 		}
 	}
-	return read, true
 }
 
 // tensorRecord reads the next n rows of the tensor columns and puts them
 // with the other columns' (from others, nil if there are none) in a
-// record of the output schema; false if a tensor column cannot read them.
-func (r *parquetReader) tensorRecord(tensors []*tensorColumn, others arrow.RecordBatch, n int64) (arrow.RecordBatch, bool) {
+// record of the output schema.
+func (r *parquetReader) tensorRecord(tensors []*tensorColumn, others arrow.RecordBatch, n int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, r.out.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -332,9 +314,9 @@ func (r *parquetReader) tensorRecord(tensors []*tensorColumn, others arrow.Recor
 		}
 	}()
 	for _, t := range tensors {
-		var ok bool
-		if cols[t.field], ok = t.read(n); !ok {
-			return nil, false
+		var err error
+		if cols[t.field], err = t.read(n); err != nil {
+			return nil, err
 		}
 	}
 	for i, f := range r.out.Fields() {
@@ -343,7 +325,7 @@ func (r *parquetReader) tensorRecord(tensors []*tensorColumn, others arrow.Recor
 			cols[i].Retain()
 		}
 	}
-	return array.NewRecordBatch(r.out, cols, n), true
+	return array.NewRecordBatch(r.out, cols, n), nil
 }
 
 // groupList names row groups compactly: "0-3" or "1, 4, 7".

@@ -1,51 +1,76 @@
 package dataset
 
 import (
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
+// errTensorColumn marks a float list column whose levels do not describe
+// the rows its row groups declare.
+var errTensorColumn = errors.New("the column's levels do not match its rows")
+
 // tensorColumn reads a list<float32> or fixed_size_list<float32> column of
-// a Parquet file straight from its column chunks, for files where every row
-// holds k present values: the values land in the Arrow buffer as they are
-// decoded, and the row boundaries are checked against k instead of being
-// rebuilt value by value (pqarrow's list assembly, about half the cost of
-// decoding a tensor column). Anything else — a null or empty row, a null
-// value, a ragged row, a decoding error — makes read report false, and the
-// caller reads the rest of the file through pqarrow, which decides what
-// such rows are.
+// a Parquet file straight from its column chunks: the values land in the
+// Arrow buffer as they are decoded, and the rows are cut from the
+// repetition levels and typed from the definition levels (present, null,
+// empty, null value) by this decoder, not by pqarrow's list assembly.
+//
+// Every row boundary is proven, the one after the last row of a read
+// included: a row ends where the next level starts a new row, or where its
+// row group's chunk ends with as many rows as the group declares. A chunk
+// that does not prove it is an error naming the row group and file row.
 type tensorColumn struct {
-	pf      *file.Reader
-	mem     memory.Allocator
-	groups  []int // the row groups to read, in order
-	leaf    int
-	field   int // index in the output schema
-	typ     arrow.DataType
-	k       int64
-	maxDef  int16
-	g       int   // index in groups of the group being read, -1 before the first
-	left    int64 // rows of that group not read yet
+	pf    *file.Reader
+	mem   memory.Allocator
+	sel   selection
+	leaf  int
+	field int // index in the output schema
+	name  string
+	typ   arrow.DataType
+	fixed int64 // a fixed_size_list's width; 0 for a list
+	hint  int64 // values a row expected, to size reads
+
+	// Definition levels: at listDef or above a row holds a value slot,
+	// at listDef-1 it is empty, below it null; a slot at valueDef holds
+	// a value, below it a null value.
+	listDef, valueDef int16
+
+	g       int   // index in sel.groups of the chunk being read, -1 before the first
+	begun   int64 // rows of that group begun
 	cr      *file.Float32ColumnChunkReader
+	row     int64 // file row of the next row to yield
+	carry   levels
 	scratch *memory.Buffer // definition then repetition levels
 }
 
-// newTensorColumn returns the reader of output field f, or nil if the field
-// is not one tensorColumn reads: a top-level list<float32> or
-// fixed_size_list<float32> stored as one repeated FLOAT leaf. A list's k is
-// its first row's length.
-func newTensorColumn(pf *file.Reader, mem memory.Allocator, groups []int, field int, f arrow.Field, leaves []int) *tensorColumn {
-	var k int64
+// levels are the levels and values read past the last row yielded: the
+// start of the next row.
+type levels struct {
+	def, rep []int16
+	vals     []float32
+}
+
+// newTensorColumn returns the reader of output field f (schema field sf of
+// the file), or nil if the field is not one tensorColumn reads: a
+// top-level list<float32> or fixed_size_list<float32> stored as one FLOAT
+// leaf repeated once.
+func newTensorColumn(pf *file.Reader, mem memory.Allocator, sel selection, field int, f arrow.Field, sf *pqarrow.SchemaField) *tensorColumn {
+	var fixed int64
 	switch t := f.Type.(type) {
 	case *arrow.FixedSizeListType:
 		if t.Elem().ID() != arrow.FLOAT32 || t.Len() <= 0 {
 			return nil
 		}
-		k = int64(t.Len())
+		fixed = int64(t.Len())
 	case *arrow.ListType:
 		if t.Elem().ID() != arrow.FLOAT32 {
 			return nil
@@ -53,198 +78,275 @@ func newTensorColumn(pf *file.Reader, mem memory.Allocator, groups []int, field 
 	default:
 		return nil
 	}
-	if len(leaves) != 1 || len(groups) == 0 {
+	if len(sf.Children) != 1 || len(sf.Children[0].Children) != 0 || len(sel.groups) == 0 {
 		return nil
 	}
-	descr := pf.MetaData().Schema.Column(leaves[0])
-	if descr.PhysicalType() != parquet.Types.Float || descr.MaxRepetitionLevel() != 1 {
+	leaf := sf.Children[0].ColIndex
+	descr := pf.MetaData().Schema.Column(leaf)
+	if descr.PhysicalType() != parquet.Types.Float || descr.MaxRepetitionLevel() != 1 || sf.LevelInfo.RepLevel != 1 ||
+		sf.LevelInfo.DefLevel < 1 || sf.Children[0].LevelInfo.DefLevel != descr.MaxDefinitionLevel() {
 		return nil
 	}
-	t := &tensorColumn{pf: pf, mem: mem, groups: groups, leaf: leaves[0], field: field, typ: f.Type,
-		k: k, maxDef: descr.MaxDefinitionLevel(), g: -1}
-	if t.k == 0 {
-		t.k = t.firstRowLength()
-	}
-	if t.k <= 0 || t.k > math.MaxInt32 {
-		return nil
-	}
+	t := &tensorColumn{pf: pf, mem: mem, sel: sel, leaf: leaf, field: field, name: f.Name, typ: f.Type,
+		fixed: fixed, hint: max(fixed, 1), listDef: sf.LevelInfo.DefLevel, valueDef: descr.MaxDefinitionLevel(), g: -1}
+	t.row = sel.starts[0]
 	return t
 }
 
-// firstRowLength reads the start of the first group's chunk to learn the
-// length of its first row, or returns 0 if that row is not all present
-// values or is longer than the look.
-func (t *tensorColumn) firstRowLength() (k int64) {
-	defer func() {
-		if recover() != nil {
-			k = 0
-		}
-	}()
-	rg := t.pf.RowGroup(t.groups[0])
-	col, err := rg.Column(t.leaf)
-	if err != nil {
-		return 0
-	}
-	defer col.Close()
-	cr, ok := col.(*file.Float32ColumnChunkReader)
-	if !ok {
-		return 0
-	}
-	const look = 1 << 14
-	vals, def, rep := make([]float32, look), make([]int16, look), make([]int16, look)
-	n, _, err := cr.ReadBatch(look, vals, def, rep)
-	if err != nil || n == 0 {
-		return 0
-	}
-	if rep[0] != 0 {
-		return 0
-	}
-	for i := range n {
-		if i > 0 && rep[i] == 0 {
-			return i
-		}
-		if def[i] != t.maxDef {
-			return 0
-		}
-	}
-	if n < look && rg.NumRows() == 1 {
-		return n
-	}
-	return 0
-}
-
-// read returns the next n rows, or false if they are not n rows of k
-// present values each, or cannot be decoded.
-func (t *tensorColumn) read(n int64) (arr arrow.Array, ok bool) {
-	levels := n * t.k
-	if levels > math.MaxInt32 {
-		return nil, false
+// read returns the next n rows as an array of the field's type. A row of
+// a fixed_size_list must hold its width of values, or be null.
+func (t *tensorColumn) read(n int64) (arr arrow.Array, err error) {
+	defer t.recoverAt(&err)
+	if n == 0 {
+		return array.MakeArrayOfNull(t.mem, t.typ, 0), nil
 	}
 	values := memory.NewResizableBuffer(t.mem)
 	defer values.Release()
-	defer func() {
-		// A damaged page or an allocation over the read's ceiling:
-		// pqarrow reads the rest and reports it.
-		if recover() != nil {
-			arr, ok = nil, false
+	a := assembly{offsets: make([]int32, 1, n+1)}
+	nl, nv := t.begin(n, values)
+	lv := t.levelSlices()
+	def, rep := lv.def, lv.rep
+	vals := arrow.Float32Traits.CastFromBytes(values.Bytes())
+	p, vi := 0, 0 // next level, next value
+	inRow := false
+	closed := int16(-1) // the definition level of the empty or null row being assembled
+	rowStart, empties := 0, 0
+	done := func() int64 { return int64(len(a.offsets) - 1) }
+	for {
+		for ; p < nl; p++ {
+			d, r := def[p], rep[p]
+			if r == 0 {
+				if inRow {
+					if err := a.endRow(t); err != nil {
+						return nil, err
+					}
+					t.row++
+					inRow = false
+					if done() == n {
+						break
+					}
+				}
+				if t.begun == t.groupRows() {
+					return nil, t.errorf("%w: row group %d holds more rows than the %d it declares", errTensorColumn, t.sel.groups[t.g], t.groupRows())
+				}
+				inRow, closed, rowStart = true, -1, p
+				t.begun++
+				a.startRow()
+			} else if r != 1 || !inRow {
+				return nil, t.errorf("%w: repetition level %d at level %d of a row", errTensorColumn, r, p-rowStart)
+			} else if closed >= 0 {
+				// DuckDB writes a null fixed-size array as its width of
+				// null levels: more of the same level add nothing.
+				if d != closed {
+					return nil, t.errorf("%w: an empty or null row continues with definition level %d", errTensorColumn, d)
+				}
+				continue
+			}
+			switch {
+			case d > t.valueDef || d < 0:
+				return nil, t.errorf("%w: definition level %d outside 0-%d", errTensorColumn, d, t.valueDef)
+			case d == t.valueDef:
+				a.value()
+				vi++
+			case d >= t.listDef:
+				a.nullValue()
+			default: // an empty or null row: its only level
+				if r != 0 {
+					return nil, t.errorf("%w: definition level %d inside a row", errTensorColumn, d)
+				}
+				closed = d
+				if d < t.listDef-1 {
+					a.nullRow()
+				}
+			}
 		}
-	}()
-	values.Resize(int(levels) * arrow.Float32SizeBytes)
+		if p < nl {
+			break // stopped at the start of the row after the n-th
+		}
+		if vi > nv {
+			return nil, t.errorf("%w: %d values for %d present levels", errTensorColumn, nv, vi)
+		}
+		// More levels: from this group's chunk, or the next group's.
+		if t.cr != nil && t.cr.HasNext() {
+			perRow := t.hint
+			if done() > 0 {
+				perRow = max(perRow, (int64(p)+done()-1)/done())
+			}
+			want := (n-done())*perRow + 1
+			if inRow {
+				want -= int64(p - rowStart)
+			}
+			want = max(want, 1)
+			def, rep, vals = t.grow(values, nl, nv, want)
+			got, gotv, err := t.cr.ReadBatch(want, vals[nv:nv+int(want)], def[nl:nl+int(want)], rep[nl:nl+int(want)])
+			if err != nil {
+				return nil, t.errorf("%w", err)
+			}
+			if got == 0 {
+				if empties++; empties > 1 {
+					return nil, t.errorf("%w: the chunk reads no levels but has more", errTensorColumn)
+				}
+			}
+			nl, nv = nl+int(got), nv+gotv
+			continue
+		}
+		if t.cr != nil {
+			if err := t.cr.Err(); err != nil {
+				return nil, t.errorf("%w", err)
+			}
+			if vi != nv {
+				return nil, t.errorf("%w: %d values for %d present levels", errTensorColumn, nv, vi)
+			}
+			if inRow {
+				if err := a.endRow(t); err != nil {
+					return nil, err
+				}
+				t.row++
+				inRow = false
+			}
+			if t.begun != t.groupRows() {
+				return nil, t.errorf("%w: row group %d declares %d rows, its chunk holds %d", errTensorColumn, t.sel.groups[t.g], t.groupRows(), t.begun)
+			}
+			if done() == n {
+				break
+			}
+		}
+		if err := t.nextGroup(); err != nil {
+			return nil, err
+		}
+	}
+	if vi > nv {
+		return nil, t.errorf("%w: %d values for %d present levels", errTensorColumn, nv, vi)
+	}
+	if done() > 0 {
+		t.hint = max(t.hint, (int64(vi)+done()-1)/done())
+	}
+	t.carry = levels{
+		def:  append(t.carry.def[:0], def[p:nl]...),
+		rep:  append(t.carry.rep[:0], rep[p:nl]...),
+		vals: append(t.carry.vals[:0], vals[vi:nv]...),
+	}
+	return a.array(t, n, values, vi), nil
+}
+
+// recoverAt turns a panic of the decoder (a damaged page) into an error
+// naming where it stopped; an allocation over the read's memory ceiling
+// goes on up to the file's guard, which names the ceiling.
+func (t *tensorColumn) recoverAt(err *error) {
+	if p := recover(); p != nil {
+		if _, ok := p.(errOverCeiling); ok {
+			panic(p)
+		}
+		*err = t.errorf("the decoder panicked: %v", p)
+	}
+}
+
+// begin readies the level scratch for a read of n rows and puts the
+// carried levels and values at its start; it returns their counts.
+func (t *tensorColumn) begin(n int64, values *memory.Buffer) (nl, nv int) {
+	want := int(n*t.hint) + 1 + len(t.carry.def)
+	t.growLevels(want)
+	values.Resize(max(want, len(t.carry.vals)) * arrow.Float32SizeBytes)
+	lv := t.levelSlices()
+	copy(lv.def, t.carry.def)
+	copy(lv.rep, t.carry.rep)
+	copy(arrow.Float32Traits.CastFromBytes(values.Bytes()), t.carry.vals)
+	return len(t.carry.def), len(t.carry.vals)
+}
+
+// grow makes room for want more levels and values past nl and nv.
+func (t *tensorColumn) grow(values *memory.Buffer, nl, nv int, want int64) (def, rep []int16, vals []float32) {
+	if need := nl + int(want); need > len(t.levelSlices().def) {
+		old := t.levelSlices()
+		keepDef, keepRep := append([]int16(nil), old.def[:nl]...), append([]int16(nil), old.rep[:nl]...)
+		t.growLevels(max(need, 2*len(old.def)))
+		lv := t.levelSlices()
+		copy(lv.def, keepDef)
+		copy(lv.rep, keepRep)
+	}
+	if need := (nv + int(want)) * arrow.Float32SizeBytes; need > values.Len() {
+		values.Resize(max(need, 2*values.Len()))
+	}
+	lv := t.levelSlices()
+	return lv.def, lv.rep, arrow.Float32Traits.CastFromBytes(values.Bytes())
+}
+
+func (t *tensorColumn) growLevels(n int) {
 	if t.scratch == nil {
 		t.scratch = memory.NewResizableBuffer(t.mem)
 	}
-	if need := 2 * int(levels) * arrow.Int16SizeBytes; t.scratch.Len() < need {
+	if need := 2 * n * arrow.Int16SizeBytes; t.scratch.Len() < need {
 		t.scratch.Resize(need)
 	}
-	lv := arrow.Int16Traits.CastFromBytes(t.scratch.Bytes())
-	def, rep := lv[:levels], lv[levels:2*levels]
-	vals := arrow.Float32Traits.CastFromBytes(values.Bytes())
-	for at := int64(0); at < levels; {
-		if t.left == 0 && !t.nextGroup() {
-			return nil, false
-		}
-		want := min(levels-at, t.left*t.k)
-		got, nv, err := t.cr.ReadBatch(want, vals[at:at+want], def[at:at+want], rep[at:at+want])
-		if err != nil || got != want || int64(nv) != want {
-			return nil, false
-		}
-		at += want
-		t.left -= want / t.k
-	}
-	if !t.regular(def, rep) {
-		return nil, false
-	}
-	return t.array(n, values), true
 }
 
-// nextGroup opens the next group's chunk, after checking that the one read
-// holds no more values than its rows.
-func (t *tensorColumn) nextGroup() bool {
-	if t.cr != nil && t.cr.HasNext() {
-		return false
+// levelSlices returns the definition and repetition scratch, each half.
+func (t *tensorColumn) levelSlices() levels {
+	lv := arrow.Int16Traits.CastFromBytes(t.scratch.Bytes())
+	half := len(lv) / 2
+	return levels{def: lv[:half:half], rep: lv[half:]}
+}
+
+func (t *tensorColumn) groupRows() int64 {
+	if t.g < 0 {
+		return 0
 	}
-	if t.g+1 >= len(t.groups) {
-		return false
+	return t.sel.sizes[t.g]
+}
+
+// chunkDone reports whether the chunk being read holds no more levels,
+// and every row it declares was read.
+func (t *tensorColumn) chunkDone() bool {
+	return len(t.carry.def) == 0 && (t.cr == nil || !t.cr.HasNext()) && t.begun == t.groupRows()
+}
+
+// nextGroup opens the next row group's chunk.
+func (t *tensorColumn) nextGroup() error {
+	if t.g+1 >= len(t.sel.groups) {
+		return t.errorf("%w: the row groups read hold fewer rows than asked for", errTensorColumn)
 	}
 	t.closeChunk()
 	t.g++
-	rg := t.pf.RowGroup(t.groups[t.g])
-	col, err := rg.Column(t.leaf)
+	t.begun = 0
+	t.row = t.sel.starts[t.g]
+	col, err := t.pf.RowGroup(t.sel.groups[t.g]).Column(t.leaf)
 	if err != nil {
-		return false
+		return t.errorf("%w", err)
 	}
 	cr, ok := col.(*file.Float32ColumnChunkReader)
 	if !ok {
 		col.Close()
-		return false
+		return t.errorf("%w: not a float column chunk", errTensorColumn)
 	}
-	t.cr, t.left = cr, rg.NumRows()
-	return true
+	t.cr = cr
+	return nil
 }
 
-// finished reports whether every selected row was read and the last chunk
-// holds no more values.
-func (t *tensorColumn) finished() (done bool) {
-	defer func() {
-		if recover() != nil {
-			done = false
-		}
-	}()
-	for t.left == 0 && t.g+1 < len(t.groups) {
-		if !t.nextGroup() {
-			return false
+// finished checks that the read ended where the selection does: no level
+// left over, every chunk read to its end.
+func (t *tensorColumn) finished() (err error) {
+	defer t.recoverAt(&err)
+	if len(t.carry.def) > 0 || (t.cr != nil && t.cr.HasNext()) {
+		return t.errorf("%w: row group %d holds more levels than its %d rows", errTensorColumn, t.sel.groups[t.g], t.groupRows())
+	}
+	if t.cr != nil {
+		if err := t.cr.Err(); err != nil {
+			return t.errorf("%w", err)
 		}
 	}
-	return t.left == 0 && t.g == len(t.groups)-1 && !t.cr.HasNext()
+	if t.g != len(t.sel.groups)-1 || t.begun != t.groupRows() {
+		return t.errorf("%w: fewer rows than the row groups declare", errTensorColumn)
+	}
+	return nil
 }
 
-// regular reports whether the levels are rows of k present values: every
-// definition level at its maximum, a repetition level of 0 starting each
-// row and 1 inside it.
-func (t *tensorColumn) regular(def, rep []int16) bool {
-	for _, d := range def {
-		if d != t.maxDef {
-			return false
-		}
+// errorf names the column, row group and file row where reading stopped.
+func (t *tensorColumn) errorf(format string, args ...any) error {
+	where := fmt.Sprintf("column %q", t.name)
+	if t.g >= 0 {
+		where += fmt.Sprintf(", row group %d, file row %d", t.sel.groups[t.g], t.row)
 	}
-	k := int(t.k)
-	for start := 0; start < len(rep); start += k {
-		row := rep[start : start+k]
-		if row[0] != 0 {
-			return false
-		}
-		for _, r := range row[1:] {
-			if r != 1 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// array wraps n rows of k values as the field's type.
-func (t *tensorColumn) array(n int64, values *memory.Buffer) arrow.Array {
-	var elem arrow.DataType
-	buffers := []*memory.Buffer{nil}
-	switch typ := t.typ.(type) {
-	case *arrow.FixedSizeListType:
-		elem = typ.Elem()
-	case *arrow.ListType:
-		elem = typ.Elem()
-		offsets := memory.NewResizableBuffer(t.mem)
-		defer offsets.Release()
-		offsets.Resize(int(n+1) * arrow.Int32SizeBytes)
-		o := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
-		for i := range o {
-			o[i] = int32(int64(i) * t.k)
-		}
-		buffers = append(buffers, offsets)
-	}
-	child := array.NewData(elem, int(n*t.k), []*memory.Buffer{nil, values}, nil, 0, 0)
-	defer child.Release()
-	data := array.NewData(t.typ, int(n), buffers, []arrow.ArrayData{child}, 0, 0)
-	defer data.Release()
-	return array.MakeFromData(data)
+	return fmt.Errorf("%s: %w", where, fmt.Errorf(format, args...))
 }
 
 func (t *tensorColumn) closeChunk() {
@@ -260,4 +362,131 @@ func (t *tensorColumn) release() {
 		t.scratch.Release()
 		t.scratch = nil
 	}
+}
+
+// assembly collects the rows of one read: list offsets over value slots,
+// and where the null rows and null values are (rare, so listed).
+type assembly struct {
+	offsets    []int32 // 0, then each row's end slot
+	slots      int64
+	values     int
+	nullRows   []int64 // row indices
+	nullSlots  []int64 // slot indices holding a null value
+	valueSlots []int64 // each value's slot, once values and slots part
+}
+
+func (a *assembly) startRow() { a.offsets = append(a.offsets, int32(a.slots)) }
+
+func (a *assembly) value() {
+	if a.valueSlots != nil {
+		a.valueSlots = append(a.valueSlots, a.slots)
+	}
+	a.values++
+	a.addSlot()
+}
+
+func (a *assembly) nullValue() {
+	a.part()
+	a.nullSlots = append(a.nullSlots, a.slots)
+	a.addSlot()
+}
+
+func (a *assembly) addSlot() {
+	a.slots++
+	a.offsets[len(a.offsets)-1] = int32(a.slots)
+}
+
+func (a *assembly) nullRow() { a.nullRows = append(a.nullRows, int64(len(a.offsets)-2)) }
+
+// part starts listing value slots: from the first null slot on, values
+// and slots no longer coincide.
+func (a *assembly) part() {
+	if a.valueSlots == nil {
+		a.valueSlots = make([]int64, a.values, a.values+16)
+		for i := range a.valueSlots {
+			a.valueSlots[i] = int64(i)
+		}
+	}
+}
+
+// endRow checks the row just assembled: a fixed_size_list row holds its
+// width of values, or is null and takes its width of null slots, as
+// pqarrow reads one.
+func (a *assembly) endRow(t *tensorColumn) error {
+	if a.slots+t.fixed > math.MaxInt32 {
+		return t.errorf("%w: over 2^31 values in one read", errTensorColumn)
+	}
+	if t.fixed == 0 {
+		return nil
+	}
+	r := len(a.offsets) - 2
+	got := int64(a.offsets[r+1] - a.offsets[r])
+	if len(a.nullRows) > 0 && a.nullRows[len(a.nullRows)-1] == int64(r) {
+		a.part()
+		for range t.fixed {
+			a.nullSlots = append(a.nullSlots, a.slots)
+			a.addSlot()
+		}
+		return nil
+	}
+	if got != t.fixed {
+		return t.errorf("%w: a row of %d values in a fixed_size_list of %d", errTensorColumn, got, t.fixed)
+	}
+	return nil
+}
+
+// array builds the field's array of n rows from the first nv values
+// decoded into values, in order.
+func (a *assembly) array(t *tensorColumn, n int64, values *memory.Buffer, nv int) arrow.Array {
+	slots := int(a.slots)
+	valueBuf := values
+	if a.valueSlots == nil {
+		values.Retain()
+		values.Resize(slots * arrow.Float32SizeBytes)
+	} else {
+		valueBuf = memory.NewResizableBuffer(t.mem)
+		valueBuf.Resize(slots * arrow.Float32SizeBytes)
+		out := arrow.Float32Traits.CastFromBytes(valueBuf.Bytes())
+		clear(out) // null slots hold zeros
+		in := arrow.Float32Traits.CastFromBytes(values.Bytes())[:nv]
+		for i, s := range a.valueSlots {
+			out[s] = in[i]
+		}
+	}
+	defer valueBuf.Release()
+	var valueValid, rowValid *memory.Buffer
+	if len(a.nullSlots) > 0 {
+		valueValid = validity(t.mem, slots, a.nullSlots)
+		defer valueValid.Release()
+	}
+	if len(a.nullRows) > 0 {
+		rowValid = validity(t.mem, int(n), a.nullRows)
+		defer rowValid.Release()
+	}
+	elem := t.typ.(arrow.ListLikeType).Elem()
+	child := array.NewData(elem, slots, []*memory.Buffer{valueValid, valueBuf}, nil, len(a.nullSlots), 0)
+	defer child.Release()
+	buffers := []*memory.Buffer{rowValid}
+	if t.fixed == 0 {
+		offsets := memory.NewResizableBuffer(t.mem)
+		defer offsets.Release()
+		offsets.Resize(int(n+1) * arrow.Int32SizeBytes)
+		copy(arrow.Int32Traits.CastFromBytes(offsets.Bytes()), a.offsets)
+		buffers = append(buffers, offsets)
+	}
+	data := array.NewData(t.typ, int(n), buffers, []arrow.ArrayData{child}, len(a.nullRows), 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// validity returns a bitmap of n bits, set but at the indices given.
+func validity(mem memory.Allocator, n int, nulls []int64) *memory.Buffer {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	bits := buf.Bytes()
+	bitutil.SetBitsTo(bits, 0, int64(n), true)
+	for _, i := range nulls {
+		bitutil.ClearBit(bits, int(i))
+	}
+	return buf
 }

@@ -29,7 +29,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 		return nil, fmt.Errorf("dataset: feature column %q: %w", name, err)
 	}
 	if got == width {
-		return ds, nil
+		return checkedTensor(ds, name, col, width), nil
 	}
 	if got != 0 {
 		return nil, fmt.Errorf("dataset: feature column %q: %w: %d values per row, want %d", name, tensor.ErrWidth, got, width)
@@ -60,6 +60,29 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 			row += rec.NumRows()
 		}
 	}), nil
+}
+
+// checkedTensor passes on the records of ds, whose column col is a
+// fixed_size_list of width, checking that a model can read each row: a
+// null row or value is an error naming its dataset row.
+func checkedTensor(ds *Dataset, name string, col, width int) *Dataset {
+	return New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
+		row := int64(0)
+		for rec, err := range ds.Records() {
+			if err == nil {
+				_, err = tensor.Float32(rec.Column(col), width)
+				err = rowErrorIf(name, row, err)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+			row += rec.NumRows()
+		}
+	})
 }
 
 // listAsFixed views a list<float32> array of rows of width values as a

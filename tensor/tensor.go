@@ -50,13 +50,11 @@ func Width(dt arrow.DataType) (int, error) {
 }
 
 // Float32 returns the values of a tensor column as an arr.Len()×width
-// row-major matrix, zero-copy. Row numbers in errors count from 0 within arr.
+// row-major matrix, zero-copy. Row numbers in errors count from 0 within
+// arr; the error is about the first row that is null, has another number
+// of values than width, or holds a null value.
 func Float32(arr arrow.Array, width int) ([]float32, error) {
 	n := arr.Len()
-	if arr.NullN() > 0 {
-		r := firstNull(arr, 0, n)
-		return nil, &RowError{r, fmt.Errorf("%w: row %d is null", ErrNull, r)}
-	}
 	var values arrow.Array
 	var start int
 	switch a := arr.(type) {
@@ -71,11 +69,6 @@ func Float32(arr arrow.Array, width int) ([]float32, error) {
 		if _, err := Width(a.DataType()); err != nil {
 			return nil, err
 		}
-		for i := range n {
-			if b, e := a.ValueOffsets(i); int(e-b) != width {
-				return nil, &RowError{i, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)}
-			}
-		}
 		if n > 0 {
 			b, _ := a.ValueOffsets(0)
 			start = int(b)
@@ -85,13 +78,33 @@ func Float32(arr arrow.Array, width int) ([]float32, error) {
 		return nil, fmt.Errorf("%w: got %s", ErrType, arr.DataType())
 	}
 	v := values.(*array.Float32)
-	if v.NullN() > 0 {
-		if i := firstNull(v, start, start+n*width); i >= 0 {
-			r := (i - start) / width
-			return nil, &RowError{r, fmt.Errorf("%w: row %d holds a null value", ErrNull, r)}
-		}
+	if err := checkRows(arr, v, width); err != nil {
+		return nil, err
 	}
 	return v.Float32Values()[start : start+n*width], nil
+}
+
+// checkRows returns a RowError for the first row of a list-like arr that
+// is null, does not hold width values, or holds a null value.
+func checkRows(arr arrow.Array, values *array.Float32, width int) error {
+	list := arr.(array.ListLike)
+	_, fixed := arr.(*array.FixedSizeList)
+	if fixed && arr.NullN() == 0 && values.NullN() == 0 {
+		return nil
+	}
+	for i := range arr.Len() {
+		if arr.IsNull(i) {
+			return &RowError{i, fmt.Errorf("%w: row %d is null", ErrNull, i)}
+		}
+		b, e := list.ValueOffsets(i)
+		if int(e-b) != width {
+			return &RowError{i, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)}
+		}
+		if values.NullN() > 0 && firstNull(values, int(b), int(e)) >= 0 {
+			return &RowError{i, fmt.Errorf("%w: row %d holds a null value", ErrNull, i)}
+		}
+	}
+	return nil
 }
 
 // firstNull returns the first null index of arr in [from, to), or -1.

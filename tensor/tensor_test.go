@@ -70,3 +70,49 @@ func TestNewFixedSizeList(t *testing.T) {
 		t.Fatalf("%v, %v", got, err)
 	}
 }
+
+// The error names the first row a model cannot read, whatever is wrong
+// with it: a ragged row before a null row, a null value before either.
+func TestFirstBadRow(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	cases := []struct {
+		name    string
+		rows    [][]float32 // nil: a null row
+		nullAt  [2]int      // row, value of a null value; -1: none
+		wantRow int
+		want    error
+	}{
+		{"ragged then null", [][]float32{{1, 2}, {3, 4, 5}, nil, {6, 7}}, [2]int{-1, -1}, 1, tensor.ErrWidth},
+		{"null then ragged", [][]float32{{1, 2}, nil, {3}, {6, 7}}, [2]int{-1, -1}, 1, tensor.ErrNull},
+		{"null value then ragged", [][]float32{{1, 2}, {3, 4}, {5}}, [2]int{1, 0}, 1, tensor.ErrNull},
+		{"empty then null value", [][]float32{{}, {3, 4}}, [2]int{1, 1}, 0, tensor.ErrWidth},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Float32)
+			defer b.Release()
+			vb := b.ValueBuilder().(*array.Float32Builder)
+			for i, r := range c.rows {
+				if r == nil {
+					b.AppendNull()
+					continue
+				}
+				b.Append(true)
+				for j, v := range r {
+					if i == c.nullAt[0] && j == c.nullAt[1] {
+						vb.AppendNull()
+						continue
+					}
+					vb.Append(v)
+				}
+			}
+			arr := b.NewArray()
+			defer arr.Release()
+			_, err := tensor.Float32(arr, 2)
+			var re *tensor.RowError
+			if !errors.As(err, &re) || re.Row != c.wantRow || !errors.Is(err, c.want) {
+				t.Fatalf("error %v, want %v at row %d", err, c.want, c.wantRow)
+			}
+		})
+	}
+}
