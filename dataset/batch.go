@@ -95,11 +95,25 @@ func (b *batcher) flush() (arrow.RecordBatch, error) {
 	defer b.reset()
 	idx := b.index
 	b.index++
-	if len(b.pending) == 1 {
-		b.pending[0].Retain()
-		return b.pending[0], nil
+	rec, err := Concat(b.mem, b.schema, b.pending)
+	if err != nil {
+		return nil, fmt.Errorf("batch %d: %w", idx, err)
 	}
-	cols := make([]arrow.Array, b.schema.NumFields())
+	return rec, nil
+}
+
+// Concat joins records of one schema into one record, which the caller
+// releases; it copies unless there is only one record, which it retains.
+// The records stay the caller's.
+func Concat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("dataset: no records to concatenate")
+	}
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
 			if c != nil {
@@ -107,18 +121,22 @@ func (b *batcher) flush() (arrow.RecordBatch, error) {
 			}
 		}
 	}()
-	parts := make([]arrow.Array, len(b.pending))
+	parts := make([]arrow.Array, len(recs))
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
 	for i := range cols {
-		for j, r := range b.pending {
+		for j, r := range recs {
 			parts[j] = r.Column(i)
 		}
-		c, err := array.Concatenate(parts, b.mem)
+		c, err := array.Concatenate(parts, mem)
 		if err != nil {
-			return nil, fmt.Errorf("batch %d: concatenate column %q: %w", idx, b.schema.Field(i).Name, err)
+			return nil, fmt.Errorf("concatenate column %q: %w", schema.Field(i).Name, err)
 		}
 		cols[i] = c
 	}
-	return array.NewRecordBatch(b.schema, cols, int64(b.rows)), nil
+	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
 // reset releases the pending slices.

@@ -202,7 +202,11 @@ func (c *Config) screen(ds *dataset.Dataset, a *aside, gathered []string) *datas
 			for _, b := range bad {
 				a.add(rec, b.row, b.column, b.reason)
 			}
-			kept := dropRows(a.mem, rec, bad)
+			kept, err := dropRows(a.mem, rec, bad)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
 			ok := yield(kept, nil)
 			kept.Release()
 			if !ok {
@@ -275,7 +279,7 @@ func goodTensor(col arrow.Array, width int) bool {
 }
 
 // dropRows returns rec without the bad rows.
-func dropRows(mem memory.Allocator, rec arrow.RecordBatch, bad []badRow) arrow.RecordBatch {
+func dropRows(mem memory.Allocator, rec arrow.RecordBatch, bad []badRow) (arrow.RecordBatch, error) {
 	var runs []arrow.RecordBatch
 	from := int64(0)
 	for _, b := range bad {
@@ -293,16 +297,13 @@ func dropRows(mem memory.Allocator, rec arrow.RecordBatch, bad []badRow) arrow.R
 		}
 	}()
 	if len(runs) == 0 {
-		return rec.NewSlice(0, 0)
+		return rec.NewSlice(0, 0), nil
 	}
-	var out arrow.RecordBatch
-	for joined, err := range dataset.FromRecords(rec.Schema(), runs...).Batches(mem, int(rec.NumRows())) {
-		if err == nil && out == nil {
-			joined.Retain()
-			out = joined
-		}
+	joined, err := dataset.Concat(mem, rec.Schema(), runs)
+	if err != nil {
+		return nil, fmt.Errorf("setting aside %d rows: %w", len(bad), err)
 	}
-	return out
+	return joined, nil
 }
 
 func releaseArrays(cols []arrow.Array) {

@@ -74,6 +74,9 @@ in a build with -tags onnx.`)
 		if ds, err = set.Dataset(append([]string{*label}, gathered...)...); err == nil {
 			ds, err = dataset.Gather(ds, mem, column, gathered...)
 		}
+		if err != nil {
+			return fmt.Errorf("fit: --features: %w", err)
+		}
 	} else {
 		ds, err = set.Dataset(*label, column)
 	}

@@ -135,3 +135,20 @@ func TestFitRefusesBadLabels(t *testing.T) {
 		}
 	}
 }
+
+// A --features pattern that matches a column that is not a number is
+// refused with an error naming it, not a crash.
+func TestFitRefusesTextFeatures(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "text.csv")
+	if err := os.WriteFile(path, []byte("f0,fname,y\n0.5,abc,1\n0.25,def,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "fitted.dpmlp")
+	_, stderr, err := drainpipe("fit", "--input", path, "--label", "y", "--features", "f*", "--output", model)
+	if err == nil || !strings.Contains(stderr, "fname") || strings.Contains(stderr, "panic") {
+		t.Fatalf("fit with a text feature: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(model); !os.IsNotExist(err) {
+		t.Fatalf("a model was written: %v", err)
+	}
+}

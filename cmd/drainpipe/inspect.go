@@ -16,13 +16,16 @@ import (
 
 // inspection is what inspect reports of a file (and its --json form).
 type inspection struct {
-	File      string        `json:"file"`
-	Format    string        `json:"format"`
-	Rows      int64         `json:"rows"`
-	Fields    []fieldInfo   `json:"fields"`
-	RowGroups *groupsInfo   `json:"row_groups,omitempty"` // Parquet
-	Batches   int64         `json:"record_batches,omitempty"`
-	Groups    []groupDetail `json:"row_group_list,omitempty"`
+	File   string `json:"file"`
+	Format string `json:"format"`
+	Rows   int64  `json:"rows"`
+	// FooterRows is the row count a Parquet footer states, when it is not
+	// the sum of its row groups' (Rows, what a read gives).
+	FooterRows *int64        `json:"footer_rows,omitempty"`
+	Fields     []fieldInfo   `json:"fields"`
+	RowGroups  *groupsInfo   `json:"row_groups,omitempty"` // Parquet
+	Batches    int64         `json:"record_batches,omitempty"`
+	Groups     []groupDetail `json:"row_group_list,omitempty"`
 }
 
 type fieldInfo struct {
@@ -93,11 +96,11 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pf.Close()
 		md := pf.MetaData()
-		in.Rows = md.NumRows
 		g := &groupsInfo{Count: pf.NumRowGroups()}
 		for i := range pf.NumRowGroups() {
 			rg := md.RowGroup(i)
 			d := groupDetail{Rows: rg.NumRows(), Bytes: rg.TotalByteSize()}
+			in.Rows += d.Rows
 			if i == 0 || d.Rows < g.MinRows {
 				g.MinRows = d.Rows
 			}
@@ -110,6 +113,9 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		in.RowGroups = g
+		if md.NumRows != in.Rows {
+			in.FooterRows = &md.NumRows
+		}
 	} else {
 		for rec, err := range ds.Records() {
 			if err != nil {
@@ -132,7 +138,11 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func printInspection(w io.Writer, in inspection) {
-	fmt.Fprintf(w, "file: %s\nformat: %s\nrows: %d\nfields:\n", in.File, in.Format, in.Rows)
+	fmt.Fprintf(w, "file: %s\nformat: %s\nrows: %d", in.File, in.Format, in.Rows)
+	if in.FooterRows != nil {
+		fmt.Fprintf(w, " (the row groups'; the footer states %d)", *in.FooterRows)
+	}
+	fmt.Fprint(w, "\nfields:\n")
 	for _, f := range in.Fields {
 		null := ""
 		if f.Nullable {
