@@ -99,6 +99,9 @@ func (r *csvReader) init(c *filesConfig) error {
 			return errors.New("CSV has a header and no rows: no types to infer (give a schema)")
 		}
 		for i, k := range kinds {
+			if k != kindInt && k != kindFloat && matchesAny(r.header[i], c.csvNumbers) {
+				k = kindFloat
+			}
 			all = append(all, arrow.Field{Name: r.header[i], Type: k.dataType(), Nullable: true})
 		}
 	}

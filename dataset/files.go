@@ -34,6 +34,7 @@ type filesConfig struct {
 	batchRows    int
 	csvSchema    *arrow.Schema
 	csvSample    int
+	csvNumbers   []string // patterns of CSV columns read as numbers
 	csvBadValues func(path string, fileRow int64, column string, err error)
 	shard        Shard
 	mem          memory.Allocator
@@ -72,6 +73,17 @@ func WithCSVBadValues(fn func(path string, fileRow int64, column string, err err
 // inferred from (the default is 10,000). A later value that does not parse
 // as its column's type is an error naming the file, row and column.
 func WithCSVSample(rows int) FilesOption { return func(c *filesConfig) { c.csvSample = rows } }
+
+// WithCSVNumbers reads the CSV columns whose names match one of the
+// patterns (path.Match syntax, as [MatchColumns]) as numbers, whatever the
+// sample of rows suggests: int64 if the sample holds only integers, else
+// float64. For callers that know a column holds numbers, such as a
+// model's features: one value that does not parse is then a bad value of
+// its row (an error naming the file, row and column, or a null reported
+// to [WithCSVBadValues]), not a column of text.
+func WithCSVNumbers(patterns ...string) FilesOption {
+	return func(c *filesConfig) { c.csvNumbers = append(c.csvNumbers, patterns...) }
+}
 
 // WithShard reads only shard s: whole files when there are at least as many
 // files as shards, else row groups (Parquet), record batches (IPC files) or

@@ -20,20 +20,29 @@ var ErrGather = errors.New("dataset: cannot gather columns")
 // of the path.Match patterns (such as "f*"), in schema order, each once:
 // the columns to Gather.
 func MatchColumns(schema *arrow.Schema, patterns ...string) ([]string, error) {
+	for _, pat := range patterns {
+		if _, err := path.Match(pat, ""); err != nil {
+			return nil, fmt.Errorf("dataset: pattern %q: %w", pat, err)
+		}
+	}
 	var names []string
 	for _, f := range schema.Fields() {
-		for _, pat := range patterns {
-			ok, err := path.Match(pat, f.Name)
-			if err != nil {
-				return nil, fmt.Errorf("dataset: pattern %q: %w", pat, err)
-			}
-			if ok {
-				names = append(names, f.Name)
-				break
-			}
+		if matchesAny(f.Name, patterns) {
+			names = append(names, f.Name)
 		}
 	}
 	return names, nil
+}
+
+// matchesAny reports whether name matches one of the patterns; a
+// malformed pattern matches nothing.
+func matchesAny(name string, patterns []string) bool {
+	for _, pat := range patterns {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Gather returns a dataset in which the named numeric columns are replaced

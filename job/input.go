@@ -121,6 +121,11 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 	if c.CSVSample > 0 {
 		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
 	}
+	if len(c.Gather) > 0 {
+		// The model reads numbers: a stray value is a bad row, not a
+		// column of text.
+		opts = append(opts, dataset.WithCSVNumbers(c.Gather...))
+	}
 	// Each input is opened once here, for its schema and row count, and
 	// again when it is read.
 	set, err := dataset.OpenFiles(files, opts...)

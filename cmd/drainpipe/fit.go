@@ -54,7 +54,7 @@ in a build with -tags onnx.`)
 		return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
 	}
 	var origins dataset.Origins
-	set, err := dataset.OpenFiles(inputs, dataset.WithOrigins(&origins))
+	set, err := dataset.OpenFiles(inputs, dataset.WithOrigins(&origins), dataset.WithCSVNumbers(features...))
 	if err != nil {
 		return err
 	}

@@ -413,6 +413,27 @@ func TestSetAsideCLI(t *testing.T) {
 	}
 }
 
+// A value that does not parse inside the CSV type sample does not make a
+// feature column text: its row is set aside (or named in the error), and
+// the other rows are predicted, at the default sample size.
+func TestCSVFeatureValueInSample(t *testing.T) {
+	dir := fixture(t, 10, 8, 4)
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644)
+	model := filepath.Join(dir, "model.dpmlp")
+	out, aside := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "aside.parquet")
+	stdout, stderr, err := drainpipe("predict", "--model", model, "--input", in, "--output", out,
+		"--features", "f*", "--keep", "id", "--set-aside", aside, "--quiet")
+	if err != nil || !strings.Contains(stdout, "rows=3 ") || !strings.Contains(stdout, "set_aside=1") {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	_, stderr, err = drainpipe("predict", "--model", model, "--input", in, "--output", filepath.Join(dir, "out2.parquet"),
+		"--features", "f*", "--keep", "id", "--quiet")
+	if err == nil || !strings.Contains(stderr, in) || !strings.Contains(stderr, `"f2"`) || strings.Contains(stderr, "utf8") {
+		t.Fatalf("without --set-aside: %v\n%s", err, stderr)
+	}
+}
+
 // The newcomer's rough edges: version; inspect without metadata noise, a
 // summary of many row groups, JSON; a finished job resumed says so; flags
 // named as typed; --keep of a --features column.
