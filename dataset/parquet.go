@@ -30,7 +30,13 @@ type parquetReader struct {
 }
 
 func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader, error) {
-	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	props := parquet.NewReaderProperties(mem)
+	// Pages are read from the file as they are decoded, through a buffer,
+	// not a whole column chunk at once into a fresh (zeroed) slice: a
+	// fifth of a float tensor read's time went to clearing that memory.
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return nil, err
 	}

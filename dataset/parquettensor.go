@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -129,6 +130,22 @@ func (t *tensorColumn) read(n int64) (arr arrow.Array, err error) {
 				if t.begun == t.groupRows() {
 					return nil, t.errorf("%w: row group %d holds more rows than the %d it declares", errTensorColumn, t.sel.groups[t.g], t.groupRows())
 				}
+				if a.valueSlots == nil {
+					// The common case, rows of hint present values, in bulk.
+					k := int(t.hint)
+					m := min(int64(regularRows(def[p:nl], rep[p:nl], k, t.valueDef)), n-done(), t.groupRows()-t.begun)
+					if m > 0 && a.slots+m*int64(k) <= math.MaxInt32 {
+						a.rows(m, k)
+						vi += int(m) * k
+						t.begun += m
+						t.row += m
+						if p += int(m) * k; done() == n {
+							break // p starts the row after the n-th
+						}
+						p-- // the loop's p++ comes back to the row's start
+						continue
+					}
+				}
 				inRow, closed, rowStart = true, -1, p
 				t.begun++
 				a.startRow()
@@ -227,6 +244,36 @@ func (t *tensorColumn) read(n int64) (arr arrow.Array, err error) {
 		vals: append(t.carry.vals[:0], vals[vi:nv]...),
 	}
 	return a.array(t, n, values, vi), nil
+}
+
+// regularRows returns how many rows of k present values (definition level
+// valueDef) the levels start with, each one's end proven by the level
+// after it starting a row.
+func regularRows(def, rep []int16, k int, valueDef int16) int {
+	present := equalPrefix(def, valueDef)
+	m := 0
+	for o := 0; o+k <= present && rep[o] == 0 && equalPrefix(rep[o+1:o+k], 1) == k-1; o += k {
+		m++
+	}
+	if m > 0 && (m*k == len(rep) || rep[m*k] != 0) {
+		m-- // the last row's end is not proven
+	}
+	return m
+}
+
+// equalPrefix returns how many of the levels, from the first, equal v;
+// four at a time.
+func equalPrefix(levels []int16, v int16) int {
+	word := uint64(uint16(v)) * 0x0001_0001_0001_0001
+	i := 0
+	for ; i+4 <= len(levels); i += 4 {
+		if *(*uint64)(unsafe.Pointer(&levels[i])) != word {
+			break
+		}
+	}
+	for ; i < len(levels) && levels[i] == v; i++ {
+	}
+	return i
 }
 
 // recoverAt turns a panic of the decoder (a damaged page) into an error
@@ -376,6 +423,15 @@ type assembly struct {
 }
 
 func (a *assembly) startRow() { a.offsets = append(a.offsets, int32(a.slots)) }
+
+// rows adds m rows of k present values each.
+func (a *assembly) rows(m int64, k int) {
+	for range m {
+		a.slots += int64(k)
+		a.offsets = append(a.offsets, int32(a.slots))
+	}
+	a.values += int(m) * k
+}
 
 func (a *assembly) value() {
 	if a.valueSlots != nil {
