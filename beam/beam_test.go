@@ -21,6 +21,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/sink"
@@ -108,7 +109,7 @@ type prediction struct {
 // id seen twice.
 func readPredictions(t *testing.T, pattern string) map[int64]prediction {
 	t.Helper()
-	ds, err := dataset.Files([]string{pattern})
+	ds, err := fileset.Read([]string{pattern})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
 )
 
 // Shard is one unit of parallel work: part Index of Count of one input
 // file. A file's parts are its row groups dealt round-robin (the core's
-// dataset.Shard on a single file), so a Parquet file of many row groups
+// fileset.Shard on a single file), so a Parquet file of many row groups
 // splits into several shards and any other file is one. A row group is the
 // smallest part of a Parquet file that decodes on its own: a file of one
 // row group is one shard.
@@ -33,7 +33,7 @@ func (s Shard) Name() string {
 // of R rows in G row groups becomes min(G, ⌈R/rowsPerShard⌉) shards, any
 // other file one.
 func Expand(patterns []string, rowsPerShard int64) ([]Shard, error) {
-	paths, err := dataset.Expand(patterns)
+	paths, err := fileset.Expand(patterns)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
 )
@@ -166,7 +166,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
 		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
 		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Keep: f.Cfg.Keep,
-		BatchSize: f.Cfg.BatchSize, Shard: dataset.Shard{Index: sh.Index, Count: sh.Count},
+		BatchSize: f.Cfg.BatchSize, Shard: fileset.Shard{Index: sh.Index, Count: sh.Count},
 		Logger: slog.Default().With("shard", sh.Name()),
 	})
 	if err != nil {

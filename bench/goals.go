@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 )
 
@@ -55,7 +56,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	writeParquet(path, mem, c.mem)
 	const readRows = 1 << 14
 	files := func() *dataset.Dataset {
-		ds, err := dataset.Files([]string{path}, dataset.WithAllocator(c.mem), dataset.WithReadRows(readRows))
+		ds, err := fileset.Read([]string{path}, fileset.WithAllocator(c.mem), fileset.WithReadRows(readRows))
 		check(err)
 		return ds
 	}

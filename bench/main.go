@@ -41,6 +41,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/pad"
@@ -163,7 +164,7 @@ func (c *config) run(workload, source string, emit func(result)) {
 		// batches and two more, so decoding overlaps with the device.
 		const readRows = 1 << 14
 		var err error
-		ds, err = dataset.Files([]string{path}, dataset.WithAllocator(c.mem), dataset.WithReadRows(readRows))
+		ds, err = fileset.Read([]string{path}, fileset.WithAllocator(c.mem), fileset.WithReadRows(readRows))
 		check(err)
 		prefetch = readRows/c.batch + 2
 	}

@@ -232,7 +232,7 @@ func TestTakeSkipAndCopy(t *testing.T) {
 	for _, c := range []struct {
 		skip, take int64
 		want       []int64
-	}{{0, 0, nil}, {0, 3, seq(3)}, {2, 5, []int64{2, 3, 4, 5, 6}}, {7, 100, []int64{7, 8, 9, 10, 11}}, {12, 1, nil}} {
+	}{{0, 0, nil}, {0, 3, arrowtest.Seq(3)}, {2, 5, []int64{2, 3, 4, 5, 6}}, {7, 100, []int64{7, 8, 9, 10, 11}}, {12, 1, nil}} {
 		var got []int64
 		for rec, err := range dataset.Take(dataset.Skip(ds, c.skip), c.take).Records() {
 			if err != nil {
@@ -245,7 +245,7 @@ func TestTakeSkipAndCopy(t *testing.T) {
 		}
 	}
 	var sum collector
-	if n, err := dataset.Copy(&sum, ds.Batches(mem, 5)); err != nil || n != 12 || !slices.Equal(sum.ids, seq(12)) || sum.writes != 3 {
+	if n, err := dataset.Copy(&sum, ds.Batches(mem, 5)); err != nil || n != 12 || !slices.Equal(sum.ids, arrowtest.Seq(12)) || sum.writes != 3 {
 		t.Fatalf("copy: %d rows, %v, %d writes of %v", n, err, sum.writes, sum.ids)
 	}
 }

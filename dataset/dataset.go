@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -12,6 +13,8 @@ import (
 var (
 	// ErrSchemaMismatch reports a record whose schema differs from the dataset's.
 	ErrSchemaMismatch = errors.New("dataset: record schema differs from the dataset schema")
+	// ErrColumn reports a column that a dataset or file does not have.
+	ErrColumn = errors.New("dataset: no such column")
 	// ErrBatchSize reports a batch size that is not positive.
 	ErrBatchSize = errors.New("dataset: batch size must be positive")
 )
@@ -120,4 +123,13 @@ func atRecord(i int, err error) error {
 		return err
 	}
 	return &RecordError{Record: i, Err: err}
+}
+
+// FieldNames lists the names of a schema's fields, for error messages.
+func FieldNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
 }

@@ -21,7 +21,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 	in := ds.Schema()
 	idx := in.FieldIndices(name)
 	if len(idx) != 1 {
-		return nil, fmt.Errorf("%w: feature column %q (the dataset has %s)", ErrColumn, name, fieldNames(in))
+		return nil, fmt.Errorf("%w: feature column %q (the dataset has %s)", ErrColumn, name, FieldNames(in))
 	}
 	col := idx[0]
 	got, err := tensor.Width(in.Field(col).Type)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -30,7 +31,7 @@ type aside struct {
 	rows    []asideRow
 	keep    []string
 	schema  *arrow.Schema // keys, source_file, file_row, column, reason
-	origins *dataset.Origins
+	origins *fileset.Origins
 	mem     memory.Allocator
 	bad     map[origin]string // CSV values that did not parse
 }
@@ -46,7 +47,7 @@ type origin struct {
 	row  int64
 }
 
-func newAside(in *arrow.Schema, keep []string, origins *dataset.Origins, mem memory.Allocator) *aside {
+func newAside(in *arrow.Schema, keep []string, origins *fileset.Origins, mem memory.Allocator) *aside {
 	var fields []arrow.Field
 	for _, k := range keep {
 		f := in.Field(in.FieldIndices(k)[0])
@@ -138,7 +139,7 @@ func (a *aside) record(rows []asideRow) (arrow.RecordBatch, error) {
 	for _, r := range rows {
 		o, ok := a.origins.Locate(r.row)
 		if !ok {
-			o = dataset.Origin{Path: "", Row: -1}
+			o = fileset.Origin{Path: "", Row: -1}
 		}
 		b.Field(n).(*array.StringBuilder).Append(o.Path)
 		b.Field(n + 1).(*array.Int64Builder).Append(o.Row)

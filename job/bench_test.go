@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
@@ -71,7 +72,7 @@ func BenchmarkOutputs(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			ds, err := dataset.Files([]string{input}, dataset.WithReadRows(1<<14))
+			ds, err := fileset.Read([]string{input}, fileset.WithReadRows(1<<14))
 			if err != nil {
 				b.Fatal(err)
 			}

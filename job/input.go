@@ -4,20 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 )
 
 // locate names the input file and row of a row's error, a device's or the
 // dataset's, counted in the rows the run read after skipping those a
 // resume had done.
-func locate(err error, origins *dataset.Origins, skip int64) error {
+func locate(err error, origins *fileset.Origins, skip int64) error {
 	var dev *device.RowError
 	var data *dataset.RowError
 	var row int64
@@ -112,23 +112,23 @@ func (c *Config) fail(phase string, n int) error {
 // with the feature column as a tensor of InputSize values; origins learns
 // where each row comes from. It returns the rows the files declare (-1 if
 // unknown).
-func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
-	opts := []dataset.FilesOption{dataset.WithShard(c.Shard), dataset.WithReadRows(c.ReadRows), dataset.WithAllocator(c.Allocator),
-		dataset.WithMaxMemory(c.MaxMemory), dataset.WithOrigins(origins)}
+func (c *Config) dataset(files []string, origins *fileset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
+	opts := []fileset.Option{fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
+		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins)}
 	if c.badValue != nil {
-		opts = append(opts, dataset.WithCSVBadValues(c.badValue))
+		opts = append(opts, fileset.WithCSVBadValues(c.badValue))
 	}
 	if c.CSVSample > 0 {
-		opts = append(opts, dataset.WithCSVSample(c.CSVSample))
+		opts = append(opts, fileset.WithCSVSample(c.CSVSample))
 	}
 	if len(c.Gather) > 0 {
 		// The model reads numbers: a stray value is a bad row, not a
 		// column of text.
-		opts = append(opts, dataset.WithCSVNumbers(c.Gather...))
+		opts = append(opts, fileset.WithCSVNumbers(c.Gather...))
 	}
 	// Each input is opened once here, for its schema and row count, and
 	// again when it is read.
-	set, err := dataset.OpenFiles(files, opts...)
+	set, err := fileset.Open(files, opts...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +147,7 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
 		}
 		if len(gathered) == 0 {
-			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, names(schema))
+			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, dataset.FieldNames(schema))
 		}
 		if len(gathered) != c.InputSize {
 			return nil, 0, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
@@ -155,7 +155,7 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 		columns = append(columns, gathered...)
 	} else {
 		if len(schema.FieldIndices(c.FeatureColumn)) == 0 {
-			return nil, 0, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, names(schema))
+			return nil, 0, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, dataset.FieldNames(schema))
 		}
 		columns = append(columns, c.FeatureColumn)
 	}
@@ -164,7 +164,7 @@ func (c *Config) dataset(files []string, origins *dataset.Origins, middle func(d
 			return nil, 0, fmt.Errorf("%w: column %q is both gathered into the tensor and kept: it can be one or the other", ErrFeatures, k)
 		}
 		if len(schema.FieldIndices(k)) == 0 {
-			return nil, 0, fmt.Errorf("%w: keep column %q is not in the input (it has %s)", ErrKeep, k, names(schema))
+			return nil, 0, fmt.Errorf("%w: keep column %q is not in the input (it has %s)", ErrKeep, k, dataset.FieldNames(schema))
 		}
 	}
 	ds, err := set.Dataset(compact(columns)...)
@@ -194,28 +194,20 @@ func compact(s []string) []string {
 	return out
 }
 
-func names(s *arrow.Schema) string {
-	n := make([]string, s.NumFields())
-	for i, f := range s.Fields() {
-		n[i] = f.Name
-	}
-	return strings.Join(n, ", ")
-}
-
 // OpenInput opens cfg's inputs as a job reads them, for another use of the
 // same files (evaluation, say): the Keep columns and the feature tensor of
 // InputSize values, gathered if Gather is set. origins, if not nil, learns
 // each row's file and file row.
-func OpenInput(cfg Config, origins *dataset.Origins) (*dataset.Dataset, error) {
+func OpenInput(cfg Config, origins *fileset.Origins) (*dataset.Dataset, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	files, err := dataset.Expand(cfg.Inputs)
+	files, err := fileset.Expand(cfg.Inputs)
 	if err != nil {
 		return nil, err
 	}
 	if origins == nil {
-		origins = &dataset.Origins{}
+		origins = &fileset.Origins{}
 	}
 	ds, _, err := cfg.dataset(files, origins, func(read *dataset.Dataset, _ []string) *dataset.Dataset { return read })
 	return ds, err

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -66,13 +66,13 @@ type Config struct {
 	// device; -1 picks one file read's worth and two more, so decoding the
 	// next read overlaps with the device.
 	Prefetch int
-	Shard    dataset.Shard
+	Shard    fileset.Shard
 
 	Overwrite bool
 	Resume    bool
 
 	// CSVSample is how many rows of a CSV input its column types are
-	// inferred from (dataset.WithCSVSample); 0 keeps the default.
+	// inferred from (fileset.WithCSVSample); 0 keeps the default.
 	CSVSample int
 
 	// SetAside, if set, is the file (.parquet, .arrow, .arrows) where rows
@@ -84,7 +84,7 @@ type Config struct {
 	SetAside string
 
 	// MaxMemory bounds what the reader of one input file may hold at once
-	// (dataset.WithMaxMemory); 0 derives it from the file's size.
+	// (fileset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
 
 	// Predict holds further Predictor options (replicas, say). They come
@@ -141,7 +141,7 @@ func (c *Config) defaults() error {
 		c.Prefetch = c.ReadRows/c.BatchSize + 2
 	}
 	if c.Shard.Count == 0 {
-		c.Shard = dataset.Shard{Index: 0, Count: 1}
+		c.Shard = fileset.Shard{Index: 0, Count: 1}
 	}
 	if c.Allocator == nil {
 		c.Allocator = memory.DefaultAllocator
@@ -228,7 +228,7 @@ const jobKey = "drainpipe:job"
 // writtenBy returns the fingerprint of the job that wrote the output file,
 // or "" if it cannot tell.
 func writtenBy(output string) string {
-	set, err := dataset.OpenFiles([]string{output})
+	set, err := fileset.Open([]string{output})
 	if err != nil {
 		return ""
 	}
@@ -241,7 +241,7 @@ func writtenBy(output string) string {
 
 // outputRows returns the rows of a complete output file.
 func outputRows(output string) int64 {
-	set, err := dataset.OpenFiles([]string{output})
+	set, err := fileset.Open([]string{output})
 	if err != nil {
 		return 0
 	}

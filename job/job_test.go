@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -78,7 +79,7 @@ func interrupt(t *testing.T, cfg job.Config, at int64) {
 
 func outputIDs(t *testing.T, path string) []int64 {
 	t.Helper()
-	ds, err := dataset.Files([]string{path})
+	ds, err := fileset.Read([]string{path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestFolderOutputOfNoRows(t *testing.T) {
 	if sum, err := job.Run(t.Context(), config(mem, input, out, m)); err != nil || sum.Rows != 0 || sum.Parts != 1 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
-	ds, err := dataset.Files([]string{filepath.Join(out, "*.parquet")})
+	ds, err := fileset.Read([]string{filepath.Join(out, "*.parquet")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +613,7 @@ func TestBadRowNamesFileAndRow(t *testing.T) {
 // row, column, and whether the reason mentions want.
 func readAside(t *testing.T, path string) []string {
 	t.Helper()
-	ds, err := dataset.Files([]string{path})
+	ds, err := fileset.Read([]string{path})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/sink"
@@ -301,7 +302,7 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	ds := dataset.FromRecords(schema)
 	if len(files) > 0 {
 		var err error
-		if ds, err = dataset.Files(files, dataset.WithFormat(format.IPCFile), dataset.WithAllocator(mem)); err != nil {
+		if ds, err = fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem)); err != nil {
 			return err
 		}
 	}
@@ -357,7 +358,7 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 		}
 		return dataset.FromRecords(schema), nil
 	}
-	return dataset.Files(files, dataset.WithFormat(format.IPCFile), dataset.WithAllocator(mem))
+	return fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem))
 }
 
 // rowGroupRows is the row-group size of the merged output.

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
@@ -81,7 +82,7 @@ func (r *run) prepare() (*lock, error) {
 	} else if _, err := sink.Writable(cfg.Output); err != nil {
 		return nil, err
 	}
-	files, err := dataset.Expand(cfg.Inputs)
+	files, err := fileset.Expand(cfg.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	// The input: every row read is counted and numbered (rowColumn); rows
 	// a resume has done are skipped; in SetAside mode, rows that cannot be
 	// predicted are set aside before batching.
-	origins := &dataset.Origins{}
+	origins := &fileset.Origins{}
 	skip := parts.inEnd()
 	var in *countedInput
 	if cfg.SetAside != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -64,7 +64,7 @@ func TestRoundTripKeepsTensorValues(t *testing.T) {
 			if err := w.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem))
+			ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,6 @@
 // Command pqread measures Parquet decoding: the rows per second of a bare
 // pqarrow read of a file (every column, every row group) and of the same
-// file read through dataset.Files, plus the time to write it. The file holds
+// file read through fileset.Read, plus the time to write it. The file holds
 // an int64 id and 64 float32 features as a Parquet list column, the shape of
 // the batch jobs' inputs.
 //
@@ -30,7 +30,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 )
 
 const width = 64
@@ -158,7 +158,7 @@ func readBare(path string, readRows int) (int64, error) {
 }
 
 func readDataset(path string, readRows int) (int64, error) {
-	ds, err := dataset.Files([]string{path}, dataset.WithReadRows(readRows))
+	ds, err := fileset.Read([]string{path}, fileset.WithReadRows(readRows))
 	if err != nil {
 		return 0, err
 	}

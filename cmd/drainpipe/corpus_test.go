@@ -13,7 +13,7 @@ import (
 // row is predicted or set aside, the irregular ones (null, empty, ragged,
 // a null value, NaN) set aside and nothing else.
 func TestPredictWritersCorpus(t *testing.T) {
-	dir := filepath.Join("..", "..", "dataset", "testdata", "writers", "files")
+	dir := filepath.Join("..", "..", "dataset", "fileset", "testdata", "writers", "files")
 	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)

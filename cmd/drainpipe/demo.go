@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
@@ -42,7 +43,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	modelPath := filepath.Join(*dir, "model.dpmlp")
 	input := filepath.Join(*dir, "data-*.parquet")
 	output := filepath.Join(*dir, "predictions.parquet")
-	if n, err := dataset.FilesRows([]string{input}); err == nil && n == int64(*rows) {
+	if n, err := fileset.Rows([]string{input}); err == nil && n == int64(*rows) {
 		fmt.Fprintf(stdout, "demo folder: %s (reused)\n", *dir)
 	} else {
 		if err := writeDemo(*dir, *rows, width, files); err != nil {
@@ -78,7 +79,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	printSummary(stdout, sum)
 
-	out, err := dataset.Files([]string{output})
+	out, err := fileset.Read([]string{output})
 	if err != nil {
 		return err
 	}

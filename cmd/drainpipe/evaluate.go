@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
@@ -61,7 +62,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *label == "":
 		return fmt.Errorf("eval: --label is required")
 	}
-	shard, err := dataset.ParseShard(*shardSpec)
+	shard, err := fileset.ParseShard(*shardSpec)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
-	var origins dataset.Origins
+	var origins fileset.Origins
 	ds, err := job.OpenInput(job.Config{Inputs: inputs, Output: "unused.parquet", Model: m.model, InputSize: m.inputSize,
 		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard}, &origins)
 	if errors.Is(err, job.ErrKeep) {

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
 	"github.com/drainpipe/drainpipe/predict"
@@ -53,8 +54,8 @@ in a build with -tags onnx.`)
 	case *holdout < 0 || *holdout >= 1:
 		return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
 	}
-	var origins dataset.Origins
-	set, err := dataset.OpenFiles(inputs, dataset.WithOrigins(&origins), dataset.WithCSVNumbers(features...))
+	var origins fileset.Origins
+	set, err := fileset.Open(inputs, fileset.WithOrigins(&origins), fileset.WithCSVNumbers(features...))
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ in a build with -tags onnx.`)
 }
 
 // readLabelled reads every row's features (row-major) and class label.
-func readLabelled(ds *dataset.Dataset, label, column string, origins *dataset.Origins) (x []float64, labels []int, width int, err error) {
+func readLabelled(ds *dataset.Dataset, label, column string, origins *fileset.Origins) (x []float64, labels []int, width int, err error) {
 	li := ds.Schema().FieldIndices(label)[0]
 	fi := ds.Schema().FieldIndices(column)[0]
 	row := int64(0)
@@ -168,7 +169,7 @@ func readLabelled(ds *dataset.Dataset, label, column string, origins *dataset.Or
 // located names the file and file row of an error about a row of the
 // record that starts at dataset row start; an error about no one row
 // (a label column's type) names the column alone.
-func located(err error, origins *dataset.Origins, start int64, column string) error {
+func located(err error, origins *fileset.Origins, start int64, column string) error {
 	var te *tensor.RowError
 	var le *eval.RowError
 	switch {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
 )
 
@@ -74,7 +74,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ds, err := dataset.Files([]string{path})
+	ds, err := fileset.Read([]string{path})
 	if err != nil {
 		return err
 	}

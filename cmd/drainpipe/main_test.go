@@ -251,7 +251,7 @@ func TestBadInputOneLineErrors(t *testing.T) {
 		{"csv column count", []string{"--model", model, "--input", filepath.Join(dir, "bad.csv"), "--output", out, "--features", "f*"}, "bad.csv"},
 		{"feature nulls", []string{"--model", model, "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, `column "f3": row 1 is null`},
 		{"feature nan", []string{"--model", model, "--input", filepath.Join(dir, "nan.csv"), "--output", out, "--features", "f*"}, `nan.csv, row 1, column "features"`},
-		{"csv value", []string{"--model", model, "--input", filepath.Join(dir, "late.csv"), "--output", out, "--features", "f*", "--csv-sample", "2"}, `late.csv: dataset: CSV value does not parse: row 2, column "f2": "x" is not an int64`},
+		{"csv value", []string{"--model", model, "--input", filepath.Join(dir, "late.csv"), "--output", out, "--features", "f*", "--csv-sample", "2"}, `late.csv: CSV value does not parse: row 2, column "f2": "x" is not an int64`},
 		{"feature count", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, "match 8 columns, the model takes 9"},
 		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `no column "pixels"`},
 		{"feature wrong type", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "id"}, "id"},

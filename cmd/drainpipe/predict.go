@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
@@ -72,7 +72,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	shard, err := dataset.ParseShard(*shardSpec)
+	shard, err := fileset.ParseShard(*shardSpec)
 	if err != nil {
 		return err
 	}

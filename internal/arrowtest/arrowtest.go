@@ -95,3 +95,12 @@ func Mallocs() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.Mallocs
 }
+
+// Seq returns 0, 1, …, n-1: the ids of n rows made by [IDs] from 0.
+func Seq(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}

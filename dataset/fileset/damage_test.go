@@ -1,4 +1,4 @@
-package dataset_test
+package fileset_test
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
@@ -41,9 +41,9 @@ func goodFile(t testing.TB, dir, name string, rows int) []byte {
 	return data
 }
 
-// readAll reads a file through dataset.Files and counts its rows. A panic
+// readAll reads a file through fileset.Read and counts its rows. A panic
 // that escapes, or a read that takes more than 20 s, fails the test.
-func readAll(t testing.TB, path string, opts ...dataset.FilesOption) (rows int64, err error) {
+func readAll(t testing.TB, path string, opts ...fileset.Option) (rows int64, err error) {
 	t.Helper()
 	type result struct {
 		rows  int64
@@ -57,7 +57,7 @@ func readAll(t testing.TB, path string, opts ...dataset.FilesOption) (rows int64
 			r.panic = recover()
 			done <- r
 		}()
-		ds, err := dataset.Files([]string{path}, opts...)
+		ds, err := fileset.Read([]string{path}, opts...)
 		if err != nil {
 			r.err = err
 			return
@@ -94,7 +94,7 @@ func TestDamagedFilesFailOrYieldEveryRow(t *testing.T) {
 				if err := os.WriteFile(bad, damaged, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				n, err := readAll(t, bad, dataset.WithReadRows(7))
+				n, err := readAll(t, bad, fileset.WithReadRows(7))
 				switch {
 				case err != nil:
 					failed++
@@ -130,12 +130,12 @@ func TestMemoryCeiling(t *testing.T) {
 	for _, name := range []string{"a.parquet", "a.arrow", "a.arrows"} {
 		path := filepath.Join(dir, name)
 		writeFile(t, mem, path, 0, 5000, 5000)
-		_, err := readAll(t, path, dataset.WithMaxMemory(4096), dataset.WithAllocator(mem))
-		if !errors.Is(err, dataset.ErrUnreadable) || !strings.Contains(err.Error(), "memory ceiling of 4096 bytes") ||
+		_, err := readAll(t, path, fileset.WithMaxMemory(4096), fileset.WithAllocator(mem))
+		if !errors.Is(err, fileset.ErrUnreadable) || !strings.Contains(err.Error(), "memory ceiling of 4096 bytes") ||
 			!strings.Contains(err.Error(), path) {
 			t.Fatalf("%s under a 4 KiB ceiling: %v", name, err)
 		}
-		if n, err := readAll(t, path, dataset.WithAllocator(mem)); err != nil || n != 5000 {
+		if n, err := readAll(t, path, fileset.WithAllocator(mem)); err != nil || n != 5000 {
 			t.Fatalf("%s under the default ceiling: %d rows, %v", name, n, err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestMemoryCeiling(t *testing.T) {
 	if err := os.WriteFile(path, forged, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readAll(t, path, dataset.WithAllocator(mem)); err == nil {
+	if _, err := readAll(t, path, fileset.WithAllocator(mem)); err == nil {
 		t.Fatal("a forged body length was read without an error")
 	}
 }

@@ -1,4 +1,4 @@
-package dataset_test
+package fileset_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/parquet-go/parquet-go"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
@@ -130,7 +130,7 @@ func TestForeignWriterFiles(t *testing.T) {
 			if !f.unchecked {
 				mem = arrowtest.Allocator(t)
 			}
-			cols, n, err := readColumns(t, mem, path, dataset.WithReadRows(128))
+			cols, n, err := readColumns(t, mem, path, fileset.WithReadRows(128))
 			defer releaseAll(cols)
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestForeignWriterFiles(t *testing.T) {
 					t.Fatalf("row %d: %v, written %v", i, got, want)
 				}
 			}
-			if names, err := dataset.TensorPathColumns(path); err != nil || fmt.Sprint(names) != "[features]" {
+			if names, err := fileset.TensorPathColumns(path); err != nil || fmt.Sprint(names) != "[features]" {
 				t.Fatalf("the tensor decoder reads %v (%v), want [features]", names, err)
 			}
 			if !arrow.TypeEqual(feats.DataType().(*arrow.ListType).Elem(), arrow.PrimitiveTypes.Float32) {

@@ -1,4 +1,4 @@
-package dataset
+package fileset
 
 import (
 	"errors"
@@ -13,19 +13,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/format"
 )
 
 var (
 	// ErrNoFiles reports a pattern that matches no file.
-	ErrNoFiles = errors.New("dataset: no input files")
+	ErrNoFiles = errors.New("no input files")
 	// ErrFormat reports files of mixed formats, or a format the sources do
 	// not read.
-	ErrFormat = errors.New("dataset: mixed or unreadable file formats")
+	ErrFormat = errors.New("mixed or unreadable file formats")
 	// ErrShard reports a malformed shard spec or index.
-	ErrShard = errors.New("dataset: bad shard")
-	// ErrColumn reports a projected column that the files do not have.
-	ErrColumn = errors.New("dataset: no such column")
+	ErrShard = errors.New("bad shard")
 )
 
 type filesConfig struct {
@@ -43,36 +42,36 @@ type filesConfig struct {
 	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
 }
 
-// FilesOption configures [Files].
-type FilesOption func(*filesConfig)
+// Option configures [Files].
+type Option func(*filesConfig)
 
 // WithFormat sets the format instead of guessing it from file names.
-func WithFormat(f format.Format) FilesOption { return func(c *filesConfig) { c.format = f } }
+func WithFormat(f format.Format) Option { return func(c *filesConfig) { c.format = f } }
 
 // WithColumns reads only the named columns, in that order.
-func WithColumns(names ...string) FilesOption {
+func WithColumns(names ...string) Option {
 	return func(c *filesConfig) { c.columns = append([]string{}, names...) }
 }
 
 // WithReadRows sets how many rows a Parquet read or a CSV chunk holds (the
 // default is 65536). It bounds the memory a read holds, not the batch size.
-func WithReadRows(n int) FilesOption { return func(c *filesConfig) { c.batchRows = n } }
+func WithReadRows(n int) Option { return func(c *filesConfig) { c.batchRows = n } }
 
 // WithCSVSchema gives the schema of CSV files; without it, it is inferred.
-func WithCSVSchema(s *arrow.Schema) FilesOption { return func(c *filesConfig) { c.csvSchema = s } }
+func WithCSVSchema(s *arrow.Schema) Option { return func(c *filesConfig) { c.csvSchema = s } }
 
 // WithCSVBadValues makes a CSV value that does not parse a null, reported
 // to fn with its file, file row (from 0, after the header) and column,
 // instead of an error that ends the read: for callers that set such rows
 // aside. fn is called before the record holding the row is yielded.
-func WithCSVBadValues(fn func(path string, fileRow int64, column string, err error)) FilesOption {
+func WithCSVBadValues(fn func(path string, fileRow int64, column string, err error)) Option {
 	return func(c *filesConfig) { c.csvBadValues = fn }
 }
 
 // WithCSVSample sets how many rows of each CSV file the column types are
 // inferred from (the default is 10,000). A later value that does not parse
 // as its column's type is an error naming the file, row and column.
-func WithCSVSample(rows int) FilesOption { return func(c *filesConfig) { c.csvSample = rows } }
+func WithCSVSample(rows int) Option { return func(c *filesConfig) { c.csvSample = rows } }
 
 // WithCSVNumbers reads the CSV columns whose names match one of the
 // patterns (path.Match syntax, as [MatchColumns]) as numbers, whatever the
@@ -81,26 +80,26 @@ func WithCSVSample(rows int) FilesOption { return func(c *filesConfig) { c.csvSa
 // model's features: one value that does not parse is then a bad value of
 // its row (an error naming the file, row and column, or a null reported
 // to [WithCSVBadValues]), not a column of text.
-func WithCSVNumbers(patterns ...string) FilesOption {
+func WithCSVNumbers(patterns ...string) Option {
 	return func(c *filesConfig) { c.csvNumbers = append(c.csvNumbers, patterns...) }
 }
 
 // WithShard reads only shard s: whole files when there are at least as many
 // files as shards, else row groups (Parquet), record batches (IPC files) or
 // chunks (CSV, IPC streams) dealt round-robin.
-func WithShard(s Shard) FilesOption { return func(c *filesConfig) { c.shard = s } }
+func WithShard(s Shard) Option { return func(c *filesConfig) { c.shard = s } }
 
 // WithAllocator sets the allocator of the records read.
-func WithAllocator(mem memory.Allocator) FilesOption { return func(c *filesConfig) { c.mem = mem } }
+func WithAllocator(mem memory.Allocator) Option { return func(c *filesConfig) { c.mem = mem } }
 
 // WithMaxMemory sets the most memory the reader of one file may hold at
 // once, records it yielded and not yet released included. A damaged file
 // whose length fields ask for more fails with [ErrUnreadable] instead of
 // exhausting the machine. The default is 2 GiB plus 16 times the file's
 // size.
-func WithMaxMemory(bytes int64) FilesOption { return func(c *filesConfig) { c.maxMemory = bytes } }
+func WithMaxMemory(bytes int64) Option { return func(c *filesConfig) { c.maxMemory = bytes } }
 
-func newFilesConfig(opts []FilesOption) (*filesConfig, error) {
+func newFilesConfig(opts []Option) (*filesConfig, error) {
 	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
@@ -109,7 +108,7 @@ func newFilesConfig(opts []FilesOption) (*filesConfig, error) {
 		return nil, err
 	}
 	if c.batchRows <= 0 {
-		return nil, fmt.Errorf("dataset: read rows %d, want > 0", c.batchRows)
+		return nil, fmt.Errorf("fileset: read rows %d, want > 0", c.batchRows)
 	}
 	return c, nil
 }
@@ -122,14 +121,14 @@ func Expand(patterns []string) ([]string, error) {
 	for _, p := range patterns {
 		if !strings.ContainsAny(p, "*?[") {
 			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("dataset: input %w", err)
+				return nil, fmt.Errorf("fileset: input %w", err)
 			}
 			out = append(out, p)
 			continue
 		}
 		m, err := filepath.Glob(p)
 		if err != nil {
-			return nil, fmt.Errorf("dataset: pattern %q: %w", p, err)
+			return nil, fmt.Errorf("fileset: pattern %q: %w", p, err)
 		}
 		if len(m) == 0 {
 			return nil, fmt.Errorf("%w: %q matches nothing", ErrNoFiles, p)
@@ -143,19 +142,19 @@ func Expand(patterns []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// FileSet is a list of input files opened once, before any is read: one
-// format, one schema, and the rows their metadata declares. Its Dataset
+// Set is a list of input files opened once, before any is read: one
+// format, one schema, and the rows their metadata declares. Its Dataset method
 // reads them, in sorted order, as one stream.
-type FileSet struct {
+type Set struct {
 	c      *filesConfig
 	paths  []string
 	schema *arrow.Schema
 	rows   int64 // declared for the shard; -1 if a file does not say
 }
 
-// OpenFiles opens the files the patterns name (each once, for its schema
+// Open opens the files the patterns name (each once, for its schema
 // and metadata). All files must have one format and one schema.
-func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
+func Open(patterns []string, opts ...Option) (*Set, error) {
 	c, err := newFilesConfig(opts)
 	if err != nil {
 		return nil, err
@@ -169,7 +168,7 @@ func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 		for i, p := range paths {
 			f, err := format.Of(p)
 			if err != nil {
-				return nil, fmt.Errorf("dataset: %w", err)
+				return nil, fmt.Errorf("fileset: %w", err)
 			}
 			if i > 0 && f != c.format {
 				return nil, fmt.Errorf("%w: %s is %s, %s is %s", ErrFormat, p, f, paths[0], c.format)
@@ -180,7 +179,7 @@ func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 	// The full schemas: columns are chosen by Dataset.
 	full := *c
 	full.columns = nil
-	set := &FileSet{c: c, paths: paths}
+	set := &Set{c: c, paths: paths}
 	for f, p := range paths {
 		r, err := full.open(p)
 		if err != nil {
@@ -192,7 +191,7 @@ func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 		if set.schema == nil {
 			set.schema = s
 		} else if set.schema, err = unify(set.schema, s); err != nil {
-			return nil, fmt.Errorf("%w: %s and %s: %v", ErrSchemaMismatch, paths[0], p, err)
+			return nil, fmt.Errorf("%w: %s and %s: %v", dataset.ErrSchemaMismatch, paths[0], p, err)
 		}
 		switch {
 		case n < 0 || set.rows < 0:
@@ -205,25 +204,25 @@ func OpenFiles(patterns []string, opts ...FilesOption) (*FileSet, error) {
 }
 
 // Paths returns the files, in the order they are read.
-func (s *FileSet) Paths() []string { return s.paths }
+func (s *Set) Paths() []string { return s.paths }
 
 // Schema returns the files' schema, every column.
-func (s *FileSet) Schema() *arrow.Schema { return s.schema }
+func (s *Set) Schema() *arrow.Schema { return s.schema }
 
 // DeclaredRows returns the rows the files' metadata declare for the shard
 // read (Parquet footers), or -1 if a file declares none.
-func (s *FileSet) DeclaredRows() int64 { return s.rows }
+func (s *Set) DeclaredRows() int64 { return s.rows }
 
 // Dataset returns a dataset reading the named columns of the files, in that
 // order (none: every column, or those of WithColumns).
-func (s *FileSet) Dataset(columns ...string) (*Dataset, error) {
+func (s *Set) Dataset(columns ...string) (*dataset.Dataset, error) {
 	c := *s.c
 	if len(columns) > 0 {
 		c.columns = columns
 	}
 	schema, err := projected(s.schema, c.columns)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %s: %w", s.paths[0], err)
+		return nil, fmt.Errorf("fileset: %s: %w", s.paths[0], err)
 	}
 	paths := s.paths
 	// Files that differ only in nullability give records of their own
@@ -238,7 +237,7 @@ func (s *FileSet) Dataset(columns ...string) (*Dataset, error) {
 			return yield(same, nil)
 		}
 	}
-	return New(schema, func(yield func(arrow.RecordBatch, error) bool) {
+	return dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
 		c.origins.reset()
 		for f, p := range paths {
 			if !c.readFile(f, len(paths), p, relabel(yield)) {
@@ -256,7 +255,7 @@ func unify(a, b *arrow.Schema) (*arrow.Schema, error) {
 		return a, nil
 	}
 	if a.NumFields() != b.NumFields() {
-		return nil, fmt.Errorf("%d fields against %d (%s; %s)", a.NumFields(), b.NumFields(), fieldNames(a), fieldNames(b))
+		return nil, fmt.Errorf("%d fields against %d (%s; %s)", a.NumFields(), b.NumFields(), dataset.FieldNames(a), dataset.FieldNames(b))
 	}
 	fields := a.Fields()
 	for i, fa := range fields {
@@ -274,9 +273,9 @@ func unify(a, b *arrow.Schema) (*arrow.Schema, error) {
 }
 
 // Files returns a dataset over the files the patterns name, read in sorted
-// order as one stream: OpenFiles, then its Dataset.
-func Files(patterns []string, opts ...FilesOption) (*Dataset, error) {
-	set, err := OpenFiles(patterns, opts...)
+// order as one stream: Open, then its Dataset method.
+func Read(patterns []string, opts ...Option) (*dataset.Dataset, error) {
+	set, err := Open(patterns, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +317,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 		err = fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if err != nil {
-		return yield(nil, fmt.Errorf("dataset: %s: %w", path, err))
+		return yield(nil, fmt.Errorf("fileset: %s: %w", path, err))
 	}
 	return true
 }
@@ -363,7 +362,7 @@ func (c *filesConfig) open(path string) (fileReader, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %s: %w", path, err)
+		return nil, fmt.Errorf("fileset: %s: %w", path, err)
 	}
 	return r, nil
 }
@@ -392,14 +391,6 @@ func selectColumns(rec arrow.RecordBatch, out *arrow.Schema) arrow.RecordBatch {
 	return array.NewRecordBatch(out, cols, rec.NumRows())
 }
 
-func fieldNames(s *arrow.Schema) string {
-	names := make([]string, s.NumFields())
-	for i, f := range s.Fields() {
-		names[i] = f.Name
-	}
-	return strings.Join(names, ", ")
-}
-
 // projected returns the schema of the named columns of s.
 func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
 	if names == nil {
@@ -409,7 +400,7 @@ func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
 	for i, name := range names {
 		idx := s.FieldIndices(name)
 		if len(idx) != 1 {
-			return nil, fmt.Errorf("%w: %q (the file has %s)", ErrColumn, name, fieldNames(s))
+			return nil, fmt.Errorf("%w: %q (the file has %s)", dataset.ErrColumn, name, dataset.FieldNames(s))
 		}
 		fields[i] = s.Field(idx[0])
 	}
@@ -417,11 +408,11 @@ func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
-// FilesRows returns the number of rows [Files] would yield for the same
+// Rows returns the number of rows [Files] would yield for the same
 // patterns and options, from file metadata, without reading data: known for
 // Parquet files, -1 for the other formats.
-func FilesRows(patterns []string, opts ...FilesOption) (int64, error) {
-	set, err := OpenFiles(patterns, opts...)
+func Rows(patterns []string, opts ...Option) (int64, error) {
+	set, err := Open(patterns, opts...)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package dataset
+package fileset
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/dataset"
 )
 
 type parquetReader struct {
@@ -62,7 +64,7 @@ func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader
 			idx := full.FieldIndices(name)
 			if len(idx) != 1 {
 				pf.Close()
-				return nil, fmt.Errorf("%w: %q (the file has %s)", ErrColumn, name, fieldNames(full))
+				return nil, fmt.Errorf("%w: %q (the file has %s)", dataset.ErrColumn, name, dataset.FieldNames(full))
 			}
 			fields[i] = full.Field(idx[0])
 			// Parquet reads by leaf column, not by Arrow field.

@@ -1,4 +1,4 @@
-package dataset_test
+package fileset_test
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
@@ -93,15 +94,15 @@ func readManifest(t *testing.T) (dir string, files []corpusFile) {
 // for bit (NaN as NaN).
 func TestWritersCorpus(t *testing.T) {
 	dir, files := readManifest(t)
-	readings := map[string][]dataset.FilesOption{
+	readings := map[string][]fileset.Option{
 		"whole":          nil,
-		"v only":         {dataset.WithColumns("v")},
-		"v, id":          {dataset.WithColumns("v", "id")},
-		"reads of 1":     {dataset.WithReadRows(1)},
-		"reads of 7":     {dataset.WithReadRows(7)},
-		"reads of 256":   {dataset.WithReadRows(256)},
-		"reads of 4096":  {dataset.WithReadRows(4096)},
-		"reads of 16384": {dataset.WithReadRows(16384)},
+		"v only":         {fileset.WithColumns("v")},
+		"v, id":          {fileset.WithColumns("v", "id")},
+		"reads of 1":     {fileset.WithReadRows(1)},
+		"reads of 7":     {fileset.WithReadRows(7)},
+		"reads of 256":   {fileset.WithReadRows(256)},
+		"reads of 4096":  {fileset.WithReadRows(4096)},
+		"reads of 16384": {fileset.WithReadRows(16384)},
 	}
 	for _, f := range files {
 		if f.Damaged != "" {
@@ -111,7 +112,7 @@ func TestWritersCorpus(t *testing.T) {
 		if filepath.Ext(path) == ".parquet" {
 			// Every Parquet file's float list goes through the project's
 			// own decoder, irregular rows and all.
-			if names, err := dataset.TensorPathColumns(path); err != nil || fmt.Sprint(names) != "[v]" {
+			if names, err := fileset.TensorPathColumns(path); err != nil || fmt.Sprint(names) != "[v]" {
 				t.Fatalf("%s: the decoder reads %v (%v), want [v]", f.Name, names, err)
 			}
 		}
@@ -122,7 +123,7 @@ func TestWritersCorpus(t *testing.T) {
 				}
 				mem := corpusAllocator(t, path, name != "v only")
 				seen := make([]bool, f.Rows)
-				checkCorpusRead(t, f, path, seen, append(opts, dataset.WithAllocator(mem))...)
+				checkCorpusRead(t, f, path, seen, append(opts, fileset.WithAllocator(mem))...)
 				if i := slices.Index(seen, false); i >= 0 {
 					t.Fatalf("file row %d never read", i)
 				}
@@ -132,8 +133,8 @@ func TestWritersCorpus(t *testing.T) {
 			mem := corpusAllocator(t, path, true)
 			seen := make([]bool, f.Rows)
 			for s := range 3 {
-				checkCorpusRead(t, f, path, seen, dataset.WithAllocator(mem), dataset.WithReadRows(256),
-					dataset.WithShard(dataset.Shard{Index: s, Count: 3}))
+				checkCorpusRead(t, f, path, seen, fileset.WithAllocator(mem), fileset.WithReadRows(256),
+					fileset.WithShard(fileset.Shard{Index: s, Count: 3}))
 			}
 			if i := slices.Index(seen, false); i >= 0 {
 				t.Fatalf("file row %d never read", i)
@@ -170,10 +171,10 @@ func corpusAllocator(t *testing.T, path string, ids bool) memory.Allocator {
 
 // checkCorpusRead reads path and checks each row against the file row it
 // comes from, marking it in seen.
-func checkCorpusRead(t *testing.T, f corpusFile, path string, seen []bool, opts ...dataset.FilesOption) {
+func checkCorpusRead(t *testing.T, f corpusFile, path string, seen []bool, opts ...fileset.Option) {
 	t.Helper()
-	var from dataset.Origins
-	ds, err := dataset.Files([]string{path}, append(opts, dataset.WithOrigins(&from))...)
+	var from fileset.Origins
+	ds, err := fileset.Read([]string{path}, append(opts, fileset.WithOrigins(&from))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +258,9 @@ func TestWritersCorpusAsTensor(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			path := filepath.Join(dir, f.Name)
 			mem := corpusAllocator(t, path, true)
-			var from dataset.Origins
-			ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem),
-				dataset.WithReadRows(256), dataset.WithOrigins(&from))
+			var from fileset.Origins
+			ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem),
+				fileset.WithReadRows(256), fileset.WithOrigins(&from))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,7 +308,7 @@ func TestWritersCorpusDamaged(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			mem := arrowtest.Allocator(t)
 			path := filepath.Join(dir, f.Name)
-			ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem))
+			ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
 			if err == nil {
 				for _, err = range ds.Records() {
 					if err != nil {
@@ -315,7 +316,7 @@ func TestWritersCorpusDamaged(t *testing.T) {
 					}
 				}
 			}
-			if !errors.Is(err, dataset.ErrUnreadable) {
+			if !errors.Is(err, fileset.ErrUnreadable) {
 				t.Fatalf("read with %v, want ErrUnreadable (%s)", err, f.Damaged)
 			}
 			t.Log(err)

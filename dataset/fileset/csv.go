@@ -1,4 +1,4 @@
-package dataset
+package fileset
 
 import (
 	encsv "encoding/csv"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,10 +15,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
 )
 
 // ErrCSVValue reports a CSV value that does not parse as its column's type.
-var ErrCSVValue = errors.New("dataset: CSV value does not parse")
+var ErrCSVValue = errors.New("CSV value does not parse")
 
 // CSV files are read by Arrow's reader with every column as a string, then
 // converted here, column by column, to the inferred (or given) types: so a
@@ -47,13 +50,18 @@ func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, er
 		f.Close()
 		return nil, err
 	}
-	strs := make([]arrow.Field, len(r.header))
-	for i, name := range r.header {
-		strs[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
-	}
-	r.rr = csv.NewReader(f, arrow.NewSchema(strs, nil), csv.WithHeader(true), csv.WithChunk(c.batchRows),
+	r.rr = csv.NewReader(f, stringSchema(r.header), csv.WithHeader(true), csv.WithChunk(c.batchRows),
 		csv.WithAllocator(mem), csv.WithNullReader(true, ""))
 	return r, nil
+}
+
+// stringSchema is the schema of columns of strings of the names given.
+func stringSchema(names []string) *arrow.Schema {
+	fields := make([]arrow.Field, len(names))
+	for i, name := range names {
+		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // init reads the header and a sample of rows, settles the types and
@@ -74,7 +82,7 @@ func (r *csvReader) init(c *filesConfig) error {
 		for _, name := range r.header {
 			idx := c.csvSchema.FieldIndices(name)
 			if len(idx) != 1 {
-				return fmt.Errorf("%w: CSV column %q is not in the given schema %s", ErrColumn, name, fieldNames(c.csvSchema))
+				return fmt.Errorf("%w: CSV column %q is not in the given schema %s", dataset.ErrColumn, name, dataset.FieldNames(c.csvSchema))
 			}
 			all = append(all, c.csvSchema.Field(idx[0]))
 		}
@@ -98,8 +106,12 @@ func (r *csvReader) init(c *filesConfig) error {
 		if rows == 0 {
 			return errors.New("CSV has a header and no rows: no types to infer (give a schema)")
 		}
+		numbers, err := dataset.MatchColumns(stringSchema(r.header), c.csvNumbers...)
+		if err != nil {
+			return err
+		}
 		for i, k := range kinds {
-			if k != kindInt && k != kindFloat && matchesAny(r.header[i], c.csvNumbers) {
+			if k != kindInt && k != kindFloat && slices.Contains(numbers, r.header[i]) {
 				k = kindFloat
 			}
 			all = append(all, arrow.Field{Name: r.header[i], Type: k.dataType(), Nullable: true})

@@ -1,14 +1,14 @@
-package dataset
+package fileset
 
 import "github.com/drainpipe/drainpipe/format"
 
 // WithPqarrowOnly reads tensor columns through pqarrow too, for tests that
 // compare the two paths.
-func WithPqarrowOnly() FilesOption { return func(c *filesConfig) { c.pqarrowOnly = true } }
+func WithPqarrowOnly() Option { return func(c *filesConfig) { c.pqarrowOnly = true } }
 
 // TensorPathColumns returns the columns of a Parquet file that [Files]
 // decodes with its own float list decoder rather than pqarrow's.
-func TensorPathColumns(path string, opts ...FilesOption) ([]string, error) {
+func TensorPathColumns(path string, opts ...Option) ([]string, error) {
 	c, err := newFilesConfig(append(opts, WithFormat(format.Parquet)))
 	if err != nil {
 		return nil, err

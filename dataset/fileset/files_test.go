@@ -1,4 +1,4 @@
-package dataset_test
+package fileset_test
 
 import (
 	"errors"
@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -51,14 +52,6 @@ func ids(t *testing.T, ds *dataset.Dataset) []int64 {
 	return out
 }
 
-func seq(n int) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = int64(i)
-	}
-	return out
-}
-
 func TestFilesEveryFormatGlobAndShards(t *testing.T) {
 	for _, ext := range []string{"parquet", "arrow", "arrows"} {
 		t.Run(ext, func(t *testing.T) {
@@ -69,17 +62,17 @@ func TestFilesEveryFormatGlobAndShards(t *testing.T) {
 			writeFile(t, mem, filepath.Join(dir, "a."+ext), 0, 100, 30)
 			writeFile(t, mem, filepath.Join(dir, "c."+ext), 220, 30, 7)
 			pattern := filepath.Join(dir, "*."+ext)
-			ds, err := dataset.Files([]string{pattern}, dataset.WithAllocator(mem), dataset.WithReadRows(16))
+			ds, err := fileset.Read([]string{pattern}, fileset.WithAllocator(mem), fileset.WithReadRows(16))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ids(t, ds); !slices.Equal(got, seq(250)) {
+			if got := ids(t, ds); !slices.Equal(got, arrowtest.Seq(250)) {
 				t.Fatalf("ids %v", got)
 			}
 			for n := 1; n <= 5; n++ { // fewer and more shards than files
 				var all []int64
 				for i := range n {
-					sh, err := dataset.Files([]string{pattern}, dataset.WithAllocator(mem), dataset.WithShard(dataset.Shard{Index: i, Count: n}))
+					sh, err := fileset.Read([]string{pattern}, fileset.WithAllocator(mem), fileset.WithShard(fileset.Shard{Index: i, Count: n}))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -90,7 +83,7 @@ func TestFilesEveryFormatGlobAndShards(t *testing.T) {
 					all = append(all, part...)
 				}
 				slices.Sort(all)
-				if !slices.Equal(all, seq(250)) {
+				if !slices.Equal(all, arrowtest.Seq(250)) {
 					t.Fatalf("%d shards together hold %d rows, not each of 0..249 once", n, len(all))
 				}
 			}
@@ -103,17 +96,17 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.parquet")
 	writeFile(t, mem, path, 0, 10, 4)
-	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithColumns("features", "id"))
+	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem), fileset.WithColumns("features", "id"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := ds.Schema(); s.NumFields() != 2 || s.Field(0).Name != "features" || s.Field(1).Name != "id" {
 		t.Fatalf("projected schema %s", s)
 	}
-	if got := ids(t, ds); !slices.Equal(got, seq(10)) {
+	if got := ids(t, ds); !slices.Equal(got, arrowtest.Seq(10)) {
 		t.Fatalf("ids %v", got)
 	}
-	if _, err := dataset.Files([]string{path}, dataset.WithColumns("nope")); !errors.Is(err, dataset.ErrColumn) {
+	if _, err := fileset.Read([]string{path}, fileset.WithColumns("nope")); !errors.Is(err, dataset.ErrColumn) {
 		t.Fatalf("missing column: %v", err)
 	}
 
@@ -124,11 +117,11 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 		fmt.Fprintf(&b, "%d,%d.5,%d,n%d\n", i, i, -i, i)
 	}
 	os.WriteFile(csvPath, []byte(b.String()), 0o644)
-	inferred, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithReadRows(5), dataset.WithColumns("id", "f0", "f1"))
+	inferred, err := fileset.Read([]string{csvPath}, fileset.WithAllocator(mem), fileset.WithReadRows(5), fileset.WithColumns("id", "f0", "f1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, inferred); !slices.Equal(got, seq(23)) {
+	if got := ids(t, inferred); !slices.Equal(got, arrowtest.Seq(23)) {
 		t.Fatalf("csv ids %v", got)
 	}
 	g, err := dataset.Gather(inferred, mem, "features", "f0", "f1")
@@ -149,26 +142,26 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "f0", Type: arrow.PrimitiveTypes.Float32},
 		{Name: "f1", Type: arrow.PrimitiveTypes.Float32}, {Name: "name", Type: arrow.BinaryTypes.String},
 	}, nil)
-	typed, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithCSVSchema(given), dataset.WithReadRows(7))
+	typed, err := fileset.Read([]string{csvPath}, fileset.WithAllocator(mem), fileset.WithCSVSchema(given), fileset.WithReadRows(7))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !typed.Schema().Equal(given) {
 		t.Fatalf("schema %s", typed.Schema())
 	}
-	if got := ids(t, typed); !slices.Equal(got, seq(23)) {
+	if got := ids(t, typed); !slices.Equal(got, arrowtest.Seq(23)) {
 		t.Fatalf("typed csv ids %v", got)
 	}
 	var sharded []int64
 	for i := range 3 {
-		sh, err := dataset.Files([]string{csvPath}, dataset.WithAllocator(mem), dataset.WithReadRows(5), dataset.WithShard(dataset.Shard{Index: i, Count: 3}))
+		sh, err := fileset.Read([]string{csvPath}, fileset.WithAllocator(mem), fileset.WithReadRows(5), fileset.WithShard(fileset.Shard{Index: i, Count: 3}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sharded = append(sharded, ids(t, sh)...)
 	}
 	slices.Sort(sharded)
-	if !slices.Equal(sharded, seq(23)) {
+	if !slices.Equal(sharded, arrowtest.Seq(23)) {
 		t.Fatalf("csv shards hold %v", sharded)
 	}
 }
@@ -225,7 +218,7 @@ func testAsTensorFromPlainParquet(t *testing.T, rows int, props *parquet.WriterP
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem))
+	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +288,7 @@ func TestFilesBadInput(t *testing.T) {
 		{"unknown extension", write("x.json", []byte("{}")), "extension"},
 	}
 	for _, c := range cases {
-		ds, err := dataset.Files([]string{c.pattern}, dataset.WithAllocator(mem))
+		ds, err := fileset.Read([]string{c.pattern}, fileset.WithAllocator(mem))
 		if err == nil {
 			_, err = ds.Count()
 		}
@@ -304,11 +297,11 @@ func TestFilesBadInput(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"1", "a/b", "3/3", "-1/2", "0/0"} {
-		if _, err := dataset.ParseShard(s); !errors.Is(err, dataset.ErrShard) {
+		if _, err := fileset.ParseShard(s); !errors.Is(err, fileset.ErrShard) {
 			t.Errorf("shard %q: err %v", s, err)
 		}
 	}
-	if sh, err := dataset.ParseShard("2/5"); err != nil || sh != (dataset.Shard{Index: 2, Count: 5}) {
+	if sh, err := fileset.ParseShard("2/5"); err != nil || sh != (fileset.Shard{Index: 2, Count: 5}) {
 		t.Errorf("2/5: %v %v", sh, err)
 	}
 }
@@ -330,7 +323,7 @@ func TestCSVTypesFromSample(t *testing.T) {
 	}
 	os.WriteFile(path, []byte(b.String()), 0o644)
 
-	ds, err := dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithReadRows(4))
+	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem), fileset.WithReadRows(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,12 +340,12 @@ func TestCSVTypesFromSample(t *testing.T) {
 	}
 
 	// From the first 10 rows only, x looks like an integer column.
-	ds, err = dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithReadRows(4), dataset.WithCSVSample(10))
+	ds, err = fileset.Read([]string{path}, fileset.WithAllocator(mem), fileset.WithReadRows(4), fileset.WithCSVSample(10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = ds.Count()
-	if !errors.Is(err, dataset.ErrCSVValue) || !strings.Contains(err.Error(), path) ||
+	if !errors.Is(err, fileset.ErrCSVValue) || !strings.Contains(err.Error(), path) ||
 		!strings.Contains(err.Error(), `row 25, column "x": "2.5" is not an int64`) {
 		t.Fatalf("a late float in an int column: %v", err)
 	}
@@ -363,11 +356,11 @@ func TestCSVTypesFromSample(t *testing.T) {
 		{Name: "flag", Type: arrow.FixedWidthTypes.Boolean}, {Name: "mixed", Type: arrow.BinaryTypes.String},
 		{Name: "empty", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
-	ds, err = dataset.Files([]string{path}, dataset.WithAllocator(mem), dataset.WithCSVSchema(given))
+	ds, err = fileset.Read([]string{path}, fileset.WithAllocator(mem), fileset.WithCSVSchema(given))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ds.Count(); !errors.Is(err, dataset.ErrCSVValue) || !strings.Contains(err.Error(), `row 0, column "empty": empty, and the column is not nullable`) {
+	if _, err := ds.Count(); !errors.Is(err, fileset.ErrCSVValue) || !strings.Contains(err.Error(), `row 0, column "empty": empty, and the column is not nullable`) {
 		t.Fatalf("null in a non-nullable column: %v", err)
 	}
 }
@@ -411,10 +404,10 @@ func TestOrigins(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, shard := range []dataset.Shard{{Index: 0, Count: 1}, {Index: 1, Count: 3}} {
-				var o dataset.Origins
-				ds, err := dataset.Files([]string{filepath.Join(dir, "*."+ext)}, dataset.WithAllocator(mem), dataset.WithReadRows(5),
-					dataset.WithShard(shard), dataset.WithOrigins(&o))
+			for _, shard := range []fileset.Shard{{Index: 0, Count: 1}, {Index: 1, Count: 3}} {
+				var o fileset.Origins
+				ds, err := fileset.Read([]string{filepath.Join(dir, "*."+ext)}, fileset.WithAllocator(mem), fileset.WithReadRows(5),
+					fileset.WithShard(shard), fileset.WithOrigins(&o))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -447,8 +440,8 @@ func TestFilesMixedFormats(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, mem, filepath.Join(dir, "a.parquet"), 0, 10, 5)
 	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id\n1\n"), 0o644)
-	_, err := dataset.Files([]string{filepath.Join(dir, "*")})
-	if !errors.Is(err, dataset.ErrFormat) || !strings.Contains(err.Error(), "b.csv is csv") {
+	_, err := fileset.Read([]string{filepath.Join(dir, "*")})
+	if !errors.Is(err, fileset.ErrFormat) || !strings.Contains(err.Error(), "b.csv is csv") {
 		t.Fatalf("mixed formats: %v", err)
 	}
 }
@@ -477,15 +470,15 @@ func TestFilesSchemaDifferences(t *testing.T) {
 	}
 	write("a.parquet", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), 0)
 	write("b.parquet", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil), 5)
-	ds, err := dataset.Files([]string{filepath.Join(dir, "*.parquet")}, dataset.WithAllocator(mem))
+	ds, err := fileset.Read([]string{filepath.Join(dir, "*.parquet")}, fileset.WithAllocator(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, ds); !slices.Equal(got, seq(10)) || !ds.Schema().Field(0).Nullable {
+	if got := ids(t, ds); !slices.Equal(got, arrowtest.Seq(10)) || !ds.Schema().Field(0).Nullable {
 		t.Fatalf("ids %v, schema %s", got, ds.Schema())
 	}
 	write("c.parquet", arrow.NewSchema([]arrow.Field{{Name: "key", Type: arrow.PrimitiveTypes.Int64}}, nil), 10)
-	_, err = dataset.Files([]string{filepath.Join(dir, "*.parquet")}, dataset.WithAllocator(mem))
+	_, err = fileset.Read([]string{filepath.Join(dir, "*.parquet")}, fileset.WithAllocator(mem))
 	if !errors.Is(err, dataset.ErrSchemaMismatch) || strings.Contains(err.Error(), "\n") ||
 		!strings.Contains(err.Error(), `a.parquet and `) || !strings.Contains(err.Error(), `c.parquet: field 0 is "id" against "key"`) {
 		t.Fatalf("a renamed field: %v", err)

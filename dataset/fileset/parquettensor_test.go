@@ -1,4 +1,4 @@
-package dataset_test
+package fileset_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
@@ -105,11 +105,11 @@ func (tf tensorFile) write(t *testing.T, path string) {
 	}
 }
 
-// readColumns reads path through dataset.Files and returns each column
+// readColumns reads path through fileset.Read and returns each column
 // whole, and the error that ended the read.
-func readColumns(t *testing.T, mem memory.Allocator, path string, opts ...dataset.FilesOption) (cols []arrow.Array, rows int64, err error) {
+func readColumns(t *testing.T, mem memory.Allocator, path string, opts ...fileset.Option) (cols []arrow.Array, rows int64, err error) {
 	t.Helper()
-	ds, err := dataset.Files([]string{path}, append(opts, dataset.WithAllocator(mem))...)
+	ds, err := fileset.Read([]string{path}, append(opts, fileset.WithAllocator(mem))...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -174,12 +174,12 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		"ragged row in group 4": with(base, func(tf *tensorFile) { tf.ragged, tf.list = 420, true }),
 		"ragged first row":      with(base, func(tf *tensorFile) { tf.ragged, tf.list = 0, true }),
 	}
-	readings := map[string][]dataset.FilesOption{
+	readings := map[string][]fileset.Option{
 		"all columns":         nil,
-		"features only":       {dataset.WithColumns("features")},
-		"features, id":        {dataset.WithColumns("features", "id")},
-		"shard 1/3, 37 rows":  {dataset.WithShard(dataset.Shard{Index: 1, Count: 3}), dataset.WithReadRows(37)},
-		"reads across groups": {dataset.WithReadRows(150)},
+		"features only":       {fileset.WithColumns("features")},
+		"features, id":        {fileset.WithColumns("features", "id")},
+		"shard 1/3, 37 rows":  {fileset.WithShard(fileset.Shard{Index: 1, Count: 3}), fileset.WithReadRows(37)},
+		"reads across groups": {fileset.WithReadRows(150)},
 	}
 	for name, tf := range files {
 		path := filepath.Join(t.TempDir(), "in.parquet")
@@ -187,10 +187,10 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		for reading, opts := range readings {
 			t.Run(name+"/"+reading, func(t *testing.T) {
 				mem := arrowtest.Allocator(t)
-				var wantFrom, gotFrom dataset.Origins
-				want, wantRows, wantErr := readColumns(t, mem, path, append(opts, dataset.WithPqarrowOnly(), dataset.WithOrigins(&wantFrom))...)
+				var wantFrom, gotFrom fileset.Origins
+				want, wantRows, wantErr := readColumns(t, mem, path, append(opts, fileset.WithPqarrowOnly(), fileset.WithOrigins(&wantFrom))...)
 				defer releaseAll(want)
-				got, gotRows, gotErr := readColumns(t, mem, path, append(opts, dataset.WithOrigins(&gotFrom))...)
+				got, gotRows, gotErr := readColumns(t, mem, path, append(opts, fileset.WithOrigins(&gotFrom))...)
 				defer releaseAll(got)
 				for r := range wantRows {
 					w, wok := wantFrom.Locate(r)
@@ -241,7 +241,7 @@ func TestTensorPathCoverage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "in.parquet")
 			tf.write(t, path)
-			names, err := dataset.TensorPathColumns(path, dataset.WithAllocator(arrowtest.Allocator(t)))
+			names, err := fileset.TensorPathColumns(path, fileset.WithAllocator(arrowtest.Allocator(t)))
 			if err != nil || fmt.Sprint(names) != "[features]" {
 				t.Fatalf("the tensor decoder reads %v (%v), want [features]", names, err)
 			}

@@ -1,4 +1,4 @@
-package dataset
+package fileset
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ var (
 	// ErrUnreadable reports a file its reader could not decode: the reader
 	// panicked (the panic was recovered), or asked for more memory than the
 	// ceiling allows, as a forged length field does.
-	ErrUnreadable = errors.New("dataset: file cannot be read")
+	ErrUnreadable = errors.New("file cannot be read")
 	// ErrRowCount reports a file that yielded a different number of rows
 	// than its metadata declares (a Parquet footer): rows were lost.
-	ErrRowCount = errors.New("dataset: rows read differ from the rows the file declares")
+	ErrRowCount = errors.New("rows read differ from the rows the file declares")
 )
 
 // defaultMemoryCeiling is the base of a file read's memory ceiling; the
