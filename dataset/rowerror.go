@@ -4,25 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drainpipe/drainpipe/tensor"
+	"github.com/drainpipe/drainpipe/device"
 )
 
 // RowError is an error of one row of a dataset: Row counts the rows the
-// dataset yields, from 0. Column names the column at fault, if one is.
-type RowError struct {
-	Row    int64
-	Column string
-	Err    error
-}
-
-func (e *RowError) Error() string {
-	if e.Column == "" {
-		return fmt.Sprintf("dataset row %d: %v", e.Row, e.Err)
-	}
-	return fmt.Sprintf("column %q, dataset row %d: %v", e.Column, e.Row, e.Err)
-}
-
-func (e *RowError) Unwrap() error { return e.Err }
+// dataset yields, from 0; Column names the column at fault, if one is. It
+// is the project's one row error type.
+type RowError = device.RowError
 
 // rowErrorIf is rowError for a non-nil err.
 func rowErrorIf(column string, first int64, err error) error {
@@ -35,9 +23,9 @@ func rowErrorIf(column string, first int64, err error) error {
 // rowError names the dataset row of a tensor row error in a record whose
 // first row is dataset row first.
 func rowError(column string, first int64, err error) error {
-	var te *tensor.RowError
-	if errors.As(err, &te) {
-		return &RowError{Row: first + int64(te.Row), Column: column, Err: err}
+	var re *RowError
+	if errors.As(err, &re) {
+		return &RowError{Row: first + re.Row, Column: column, Err: err}
 	}
 	return fmt.Errorf("column %q, in the record from dataset row %d: %w", column, first, err)
 }

@@ -70,23 +70,45 @@ type Batch struct {
 // Rows returns the number of real (not padding) rows of the batch.
 func (b Batch) Rows() int { return int(b.Record.NumRows()) - b.Padding }
 
-// RowError is a device's error about one row of a batch: a session returns
-// it (Row counting from 0 within the batch it was given) for a row it
-// cannot predict, such as a null or non-finite feature. A runner passes it
-// on with Row counting the rows of its run, so a caller can name the input
-// row.
+// RowError is an error about one row: a device's (Row counting from 0
+// within the batch it was given) for a row it cannot predict, such as a
+// null or non-finite feature; a tensor column's, a dataset's or a metric's.
+// It is the project's one row error type: tensor, dataset and eval name it
+// as their RowError. A runner passes it on with Row counting the rows of
+// its run (wrapping the first), so a caller can name the input file and
+// row (errors.As finds the outermost first).
 type RowError struct {
 	Row    int64
-	Column string
+	Column string // the column at fault, if one is
 	Err    error
 }
 
+// Error says the row, the column and the cause; a row moved on by a runner
+// says its new number, not the one it wraps.
 func (e *RowError) Error() string {
-	var inner *RowError
-	if errors.As(e.Err, &inner) {
-		return e.Err.Error() // a row moved on by a runner: the inner one says it
+	column := e.Column
+	for err := e.Err; column == "" && err != nil; err = errors.Unwrap(err) {
+		if r, ok := err.(*RowError); ok {
+			column = r.Column
+		}
 	}
-	return fmt.Sprintf("row %d, column %q: %v", e.Row, e.Column, e.Err)
+	if column == "" {
+		return fmt.Sprintf("row %d: %v", e.Row, e.Cause())
+	}
+	return fmt.Sprintf("row %d, column %q: %v", e.Row, column, e.Cause())
+}
+
+// Cause is what is wrong with the row: the error of the innermost RowError
+// in the chain (a runner's context between them, such as a batch index,
+// is left out: the row is named).
+func (e *RowError) Cause() error {
+	cause := e.Err
+	for err := e.Err; err != nil; err = errors.Unwrap(err) {
+		if r, ok := err.(*RowError); ok {
+			cause = r.Err
+		}
+	}
+	return cause
 }
 
 func (e *RowError) Unwrap() error { return e.Err }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -28,14 +29,9 @@ var (
 // or a label outside the metric's classes. Row counts from the start of
 // the batch given to Update; Evaluate wraps it in one whose Row counts
 // from the start of the dataset, so a caller can name the input file and
-// row (errors.As finds that outer one first).
-type RowError struct {
-	Row int64
-	Err error
-}
-
-func (e *RowError) Error() string { return fmt.Sprintf("row %d: %v", e.Row, e.Err) }
-func (e *RowError) Unwrap() error { return e.Err }
+// row (errors.As finds that outer one first). It is the project's one row
+// error type.
+type RowError = device.RowError
 
 // Batch is the real rows of one evaluated batch: the labels and the model's
 // predictions, row-aligned. Its accessors convert columns to slices once

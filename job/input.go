@@ -1,7 +1,6 @@
 package job
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -11,31 +10,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/device"
 )
-
-// locate names the input file and row of a row's error, a device's or the
-// dataset's, counted in the rows the run read after skipping those a
-// resume had done.
-func locate(err error, origins *fileset.Origins, skip int64) error {
-	var dev *device.RowError
-	var data *dataset.RowError
-	var row int64
-	var column string
-	switch {
-	case errors.As(err, &dev):
-		row, column = skip+dev.Row, dev.Column
-	case errors.As(err, &data):
-		row, column = skip+data.Row, data.Column
-	default:
-		return err
-	}
-	o, ok := origins.Locate(row)
-	if !ok {
-		return err
-	}
-	return fmt.Errorf("job: %s, column %q: %w", o, column, err)
-}
 
 // countedInput counts the rows its dataset yields.
 type countedInput struct {

@@ -578,7 +578,7 @@ func TestBadRowNamesFileAndRow(t *testing.T) {
 	}{
 		{"nan", []float32{1, float32(math.NaN()), 0, 0, 0, 0, 0, 0}, "value 1 is NaN"},
 		{"inf", []float32{0, 0, 0, float32(math.Inf(-1)), 0, 0, 0, 0}, "value 3 is -Inf"},
-		{"ragged", []float32{1, 2, 3}, "has 3 values, want 8"},
+		{"ragged", []float32{1, 2, 3}, "3 values, want 8"},
 		{"null", nil, "is null"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

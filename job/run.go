@@ -190,7 +190,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	}
 	if failed != nil {
 		w.abort()
-		return nil, locate(failed, origins, skip)
+		return nil, origins.LocateError(failed, skip)
 	}
 	if err := w.finish(in.rows); err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/device"
 )
 
 var (
@@ -18,15 +20,10 @@ var (
 	ErrNull = errors.New("tensor: null value")
 )
 
-// RowError is an error of one row of a tensor column: a null, or a row of
-// the wrong width. Row counts from 0 within the array read.
-type RowError struct {
-	Row int
-	Err error // wraps ErrNull or ErrWidth, and says what is wrong
-}
-
-func (e *RowError) Error() string { return e.Err.Error() }
-func (e *RowError) Unwrap() error { return e.Err }
+// RowError is an error of one row of a tensor column: a null, a row of the
+// wrong width, a null value (its Err wraps ErrNull or ErrWidth). Row counts
+// from 0 within the array read. It is the project's one row error type.
+type RowError = device.RowError
 
 // Width returns the row width d of a fixed_size_list<float32>[d] type, or 0
 // for a list<float32> or large_list<float32> type, whose width is only known
@@ -94,14 +91,14 @@ func checkRows(arr arrow.Array, values *array.Float32, width int) error {
 	}
 	for i := range arr.Len() {
 		if arr.IsNull(i) {
-			return &RowError{i, fmt.Errorf("%w: row %d is null", ErrNull, i)}
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: the row is null", ErrNull)}
 		}
 		b, e := list.ValueOffsets(i)
 		if int(e-b) != width {
-			return &RowError{i, fmt.Errorf("%w: row %d has %d values, want %d", ErrWidth, i, e-b, width)}
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: %d values, want %d", ErrWidth, e-b, width)}
 		}
 		if values.NullN() > 0 && firstNull(values, int(b), int(e)) >= 0 {
-			return &RowError{i, fmt.Errorf("%w: row %d holds a null value", ErrNull, i)}
+			return &RowError{Row: int64(i), Err: fmt.Errorf("%w in the row", ErrNull)}
 		}
 	}
 	return nil

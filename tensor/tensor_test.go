@@ -110,7 +110,7 @@ func TestFirstBadRow(t *testing.T) {
 			defer arr.Release()
 			_, err := tensor.Float32(arr, 2)
 			var re *tensor.RowError
-			if !errors.As(err, &re) || re.Row != c.wantRow || !errors.Is(err, c.want) {
+			if !errors.As(err, &re) || re.Row != int64(c.wantRow) || !errors.Is(err, c.want) {
 				t.Fatalf("error %v, want %v at row %d", err, c.want, c.wantRow)
 			}
 		})

@@ -89,10 +89,8 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	out, err := plan.run(ctx, m.model, ds, *label,
 		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)))
-	if row := (*eval.RowError)(nil); errors.As(err, &row) {
-		if o, ok := origins.Locate(row.Row); ok {
-			return fmt.Errorf("eval: %s: %w", o, row.Err)
-		}
+	if located := origins.LocateError(err, 0); located != err {
+		return fmt.Errorf("eval: %w", located)
 	}
 	if err != nil {
 		return err

@@ -170,18 +170,11 @@ func readLabelled(ds *dataset.Dataset, label, column string, origins *fileset.Or
 // record that starts at dataset row start; an error about no one row
 // (a label column's type) names the column alone.
 func located(err error, origins *fileset.Origins, start int64, column string) error {
-	var te *tensor.RowError
-	var le *eval.RowError
-	switch {
-	case errors.As(err, &te):
-		start += int64(te.Row)
-	case errors.As(err, &le):
-		start, err = start+le.Row, le.Err // the file row replaces the record's
-	default:
-		return fmt.Errorf("fit: column %q: %w", column, err)
+	if re := (*dataset.RowError)(nil); errors.As(err, &re) {
+		err = &dataset.RowError{Row: re.Row, Column: column, Err: err}
 	}
-	if o, ok := origins.Locate(start); ok {
-		return fmt.Errorf("fit: %s, column %q: %w", o, column, err)
+	if located := origins.LocateError(err, start); located != err {
+		return fmt.Errorf("fit: %w", located)
 	}
 	return fmt.Errorf("fit: column %q: %w", column, err)
 }

@@ -248,7 +248,7 @@ func testAsTensorFromPlainParquet(t *testing.T, rows int, props *parquet.WriterP
 	}
 	bad, _ := dataset.AsTensor(ds, "features", 3)
 	for _, err := range bad.Records() {
-		if !errors.Is(err, tensor.ErrWidth) || !strings.Contains(err.Error(), "row 0 has 4 values, want 3") {
+		if !errors.Is(err, tensor.ErrWidth) || !strings.Contains(err.Error(), `row 0, column "features": tensor: wrong row width: 4 values, want 3`) {
 			t.Fatalf("ragged: %v", err)
 		}
 	}

@@ -1,14 +1,17 @@
 package fileset
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/drainpipe/drainpipe/dataset"
 )
 
-// Origins maps the rows a [Files] dataset yields back to their files, so
+// Origins maps the rows a [Read] dataset yields back to their files, so
 // an error about dataset row r can name the file and the row in it. Give
-// one to Files with [WithOrigins]; it describes the latest range over the
+// one to Read or Open with [WithOrigins]; it describes the latest range over the
 // dataset and is safe to read while another goroutine ranges.
 type Origins struct {
 	mu    sync.Mutex
@@ -85,6 +88,51 @@ func (o *Origins) Locate(r int64) (Origin, bool) {
 	}
 	return Origin{Path: s.path, Row: s.fileRow + r - s.start}, true
 }
+
+// LocateError returns err as a [LocatedError] naming the file and file
+// row of the row it is about: the outermost [dataset.RowError] in its
+// chain, whose Row plus offset counts the rows the dataset yielded (offset
+// is the rows skipped before, or the first row of the record the error is
+// about). An error about no row, or a row o does not know, comes back as
+// it is.
+func (o *Origins) LocateError(err error, offset int64) error {
+	var re *dataset.RowError
+	if !errors.As(err, &re) {
+		return err
+	}
+	at, ok := o.Locate(re.Row + offset)
+	if !ok {
+		return err
+	}
+	column := ""
+	for r := re; column == "" && r != nil; {
+		column = r.Column
+		r, _ = r.Err.(*dataset.RowError)
+	}
+	return &LocatedError{Origin: at, Column: column, Err: err}
+}
+
+// LocatedError is an error about one row, named by its file and file row.
+type LocatedError struct {
+	Origin Origin
+	Column string // the column at fault, if one is
+	Err    error  // the error, with its row error in its chain
+}
+
+// Error names the file, row and column, and what is wrong with the row;
+// the dataset's own row number is left out.
+func (e *LocatedError) Error() string {
+	cause := e.Err
+	if re := (*dataset.RowError)(nil); errors.As(e.Err, &re) {
+		cause = re.Cause()
+	}
+	if e.Column == "" {
+		return fmt.Sprintf("%s: %v", e.Origin, cause)
+	}
+	return fmt.Sprintf("%s, column %q: %v", e.Origin, e.Column, cause)
+}
+
+func (e *LocatedError) Unwrap() error { return e.Err }
 
 // WithOrigins records, in o, where each row of the dataset comes from.
 func WithOrigins(o *Origins) Option { return func(c *filesConfig) { c.origins = o } }
