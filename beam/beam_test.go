@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -150,14 +151,20 @@ func reference(t *testing.T, dir string) map[int64]prediction {
 	return readPredictions(t, out)
 }
 
-// run builds and runs the pipeline on Prism, skipping the test if Prism
-// cannot start.
+// pipelineTimeout bounds a test pipeline's run on Prism: past it, the
+// pipeline is taken as hung and the test fails.
+const pipelineTimeout = 5 * time.Minute
+
+// run builds and runs the pipeline on Prism (in process); a pipeline that
+// has not finished within pipelineTimeout fails the test.
 func run(t *testing.T, cfg Config) error {
 	t.Helper()
 	p, s := beamPipeline(cfg)
-	_, err := executePrism(context.Background(), p, s)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		t.Skipf("Prism did not start: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), pipelineTimeout)
+	defer cancel()
+	_, err := executePrism(ctx, p, s)
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("the pipeline did not finish within %v: %v", pipelineTimeout, err)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -46,13 +47,13 @@ func TestFailAtEveryPhaseThenResume(t *testing.T) {
 	}
 	content := func(out string) []byte {
 		if !IsFolder(out) {
-			b, _ := os.ReadFile(out)
+			b := arrowtest.ReadFile(t, out)
 			return b
 		}
 		var all []byte
 		entries, _ := os.ReadDir(out)
 		for _, e := range entries {
-			b, _ := os.ReadFile(filepath.Join(out, e.Name()))
+			b := arrowtest.ReadFile(t, filepath.Join(out, e.Name()))
 			all = append(append(all, e.Name()...), b...)
 		}
 		return all

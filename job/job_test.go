@@ -153,8 +153,8 @@ func TestResumeAfterCancelIsIdentical(t *testing.T) {
 	if sum.ResumedRows == 0 || sum.Rows != 2000 {
 		t.Fatalf("summary %+v", sum)
 	}
-	a, _ := os.ReadFile(ref)
-	b, _ := os.ReadFile(out)
+	a := arrowtest.ReadFile(t, ref)
+	b := arrowtest.ReadFile(t, out)
 	if !bytes.Equal(a, b) {
 		t.Fatal("the resumed output differs from the uninterrupted one")
 	}
@@ -179,14 +179,14 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	if _, err := job.Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := os.ReadFile(out)
+	want := arrowtest.ReadFile(t, out)
 	os.MkdirAll(out+".parts", 0o755)
 	os.WriteFile(filepath.Join(out+".parts", "manifest.json"), manifest, 0o644)
 	sum, err := job.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) || sum.Rows == 0 {
+	if got := arrowtest.ReadFile(t, out); !bytes.Equal(got, want) || sum.Rows == 0 {
 		t.Fatalf("output changed, or summary %+v", sum)
 	}
 	if _, err := os.Stat(out + ".parts"); !errors.Is(err, os.ErrNotExist) {
@@ -195,7 +195,7 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	// Without the parts, the output names the job that wrote it: resuming
 	// says it is complete and touches nothing.
 	sum, err = job.Run(t.Context(), cfg)
-	if got, _ := os.ReadFile(out); err != nil || !sum.AlreadyComplete || sum.Rows != 500 || !bytes.Equal(got, want) {
+	if got := arrowtest.ReadFile(t, out); err != nil || !sum.AlreadyComplete || sum.Rows != 500 || !bytes.Equal(got, want) {
 		t.Fatalf("resuming a complete job: %+v, %v", sum, err)
 	}
 	// An output another job wrote is not this one's to touch.
@@ -227,8 +227,8 @@ func TestResumeWithEveryPartDone(t *testing.T) {
 	if sum.ResumedRows != 512 || sum.Batches != 0 {
 		t.Fatalf("summary %+v: every row was done before the resume", sum)
 	}
-	a, _ := os.ReadFile(ref)
-	b, _ := os.ReadFile(out)
+	a := arrowtest.ReadFile(t, ref)
+	b := arrowtest.ReadFile(t, out)
 	if !bytes.Equal(a, b) {
 		t.Fatal("output differs from the uninterrupted run's")
 	}
@@ -716,14 +716,14 @@ func TestSetAsideBadRows(t *testing.T) {
 			if sum, err := job.Run(t.Context(), c); err != nil || sum.RowsSetAside != 5 || sum.Rows != 495 {
 				t.Fatalf("resume: %+v, %v", sum, err)
 			}
-			a, _ := os.ReadFile(cfg("ref").SetAside)
-			b, _ := os.ReadFile(cfg("out").SetAside)
+			a := arrowtest.ReadFile(t, cfg("ref").SetAside)
+			b := arrowtest.ReadFile(t, cfg("out").SetAside)
 			if !bytes.Equal(a, b) {
 				t.Fatal("the resumed set-aside file differs from the uninterrupted run's")
 			}
 			if kind == "file" {
-				a, _ = os.ReadFile(out("ref"))
-				b, _ = os.ReadFile(out("out"))
+				a = arrowtest.ReadFile(t, out("ref"))
+				b = arrowtest.ReadFile(t, out("out"))
 				if !bytes.Equal(a, b) {
 					t.Fatal("the resumed output differs from the uninterrupted run's")
 				}

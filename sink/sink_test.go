@@ -113,7 +113,7 @@ func TestRefusesToOverwriteAndAborts(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Abort()
-	if b, _ := os.ReadFile(path); string(b) != "old" {
+	if b := arrowtest.ReadFile(t, path); string(b) != "old" {
 		t.Fatal("Abort touched the destination")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {

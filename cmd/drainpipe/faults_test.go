@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
 // drainpipeLimited runs the CLI with a file size limit (RLIMIT_FSIZE, in
@@ -37,7 +39,7 @@ func TestWriteFaultThenResume(t *testing.T) {
 	if _, stderr, err := drainpipe(predictArgs(dir, ref)...); err != nil {
 		t.Fatalf("reference: %v\n%s", err, stderr)
 	}
-	want, _ := os.ReadFile(ref)
+	want := arrowtest.ReadFile(t, ref)
 	for _, c := range []struct {
 		name string
 		kib  int // parts of 2048 rows are about 110 KiB; the output about 1 MiB
@@ -62,7 +64,7 @@ func TestWriteFaultThenResume(t *testing.T) {
 		if _, stderr, err := drainpipe(predictArgs(dir, out, "--resume")...); err != nil {
 			t.Fatalf("%s: resume: %v\n%s", c.name, err, stderr)
 		}
-		if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		if got := arrowtest.ReadFile(t, out); !bytes.Equal(got, want) {
 			t.Fatalf("%s: the resumed output differs from the uninterrupted run's", c.name)
 		}
 	}

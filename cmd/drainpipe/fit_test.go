@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
 // separable writes a CSV whose label is learnable: y = f0 > f1.
@@ -99,7 +101,7 @@ func TestEvalNamesABadLabel(t *testing.T) {
 	}
 	blank := separable(t, 300, 123)
 	seven := filepath.Join(t.TempDir(), "seven.csv")
-	b, _ := os.ReadFile(separable(t, 300, -1))
+	b := arrowtest.ReadFile(t, separable(t, 300, -1))
 	lines := strings.Split(string(b), "\n")
 	lines[1+200] = lines[1+200][:len(lines[1+200])-1] + "7"
 	if err := os.WriteFile(seven, []byte(strings.Join(lines, "\n")), 0o644); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -576,7 +577,7 @@ func TestEvalCommand(t *testing.T) {
 			Metrics   map[string]float64 `json:"metrics"`
 			Confusion [][]int64          `json:"confusion"`
 		}
-		b, _ := os.ReadFile(js)
+		b := arrowtest.ReadFile(t, js)
 		if err := json.Unmarshal(b, &rep); err != nil || rep.Rows != 1001 || len(rep.Confusion) != k {
 			t.Fatalf("k=%d: json %s: %v", k, b, err)
 		}

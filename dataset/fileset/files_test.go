@@ -260,10 +260,10 @@ func TestFilesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.parquet")
 	writeFile(t, mem, good, 0, 50, 10)
-	data, _ := os.ReadFile(good)
+	data := arrowtest.ReadFile(t, good)
 	goodArrow := filepath.Join(dir, "good.arrow")
 	writeFile(t, mem, goodArrow, 0, 50, 10)
-	arrowData, _ := os.ReadFile(goodArrow)
+	arrowData := arrowtest.ReadFile(t, goodArrow)
 
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)

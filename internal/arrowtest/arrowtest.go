@@ -2,6 +2,7 @@
 package arrowtest
 
 import (
+	"os"
 	"runtime"
 	"testing"
 
@@ -103,4 +104,15 @@ func Seq(n int) []int64 {
 		out[i] = int64(i)
 	}
 	return out
+}
+
+// ReadFile returns a file's bytes, failing the test if it cannot be read:
+// two files that are both missing must not compare equal.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

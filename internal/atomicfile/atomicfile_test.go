@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 )
 
@@ -37,7 +38,7 @@ func TestCommitAbortReplace(t *testing.T) {
 	if err := atomicfile.WriteFile(path, []byte("four")); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "four" {
+	if b := arrowtest.ReadFile(t, path); string(b) != "four" {
 		t.Fatalf("content %q", b)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
