@@ -82,7 +82,7 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 		}
 	}
 	width := len(columns)
-	fields = append(fields, arrow.Field{Name: name, Type: arrow.FixedSizeListOfNonNullable(int32(width), arrow.PrimitiveTypes.Float32)})
+	fields = append(fields, arrow.Field{Name: name, Type: tensor.Type(width)})
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
 

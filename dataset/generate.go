@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/tensor"
 )
 
 // Generate returns a synthetic Dataset of rows rows, built chunk rows at a
@@ -33,7 +35,7 @@ func Generate(mem memory.Allocator, schema *arrow.Schema, rows, chunk int, fill 
 func TensorSchema(width int) *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "features", Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), Nullable: true},
+		{Name: "features", Type: tensor.Type(width), Nullable: true},
 	}, nil)
 }
 

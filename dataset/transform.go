@@ -35,7 +35,7 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 		return nil, fmt.Errorf("dataset: feature column %q: %w: %d values per row, want %d", name, tensor.ErrWidth, got, width)
 	}
 	fields := in.Fields()
-	fields[col] = arrow.Field{Name: name, Type: arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), Metadata: fields[col].Metadata}
+	fields[col] = arrow.Field{Name: name, Type: tensor.Type(width), Metadata: fields[col].Metadata}
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
 	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
@@ -99,7 +99,7 @@ func listAsFixed(arr arrow.Array, width int) (arrow.Array, error) {
 	}
 	values := array.NewSliceData(list.ListValues().Data(), int64(start), int64(start+arr.Len()*width))
 	defer values.Release()
-	data := array.NewData(arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32), arr.Len(),
+	data := array.NewData(tensor.Type(width), arr.Len(),
 		[]*memory.Buffer{nil}, []arrow.ArrayData{values}, 0, 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil

@@ -25,6 +25,14 @@ var (
 // from 0 within the array read. It is the project's one row error type.
 type RowError = device.RowError
 
+// Type is the type of a tensor column of width values a row:
+// fixed_size_list<item: float32>[width], its items nullable as Arrow's
+// readers give them back (a tensor a model reads holds no null all the
+// same). It is the one spelling of the type in the project.
+func Type(width int) *arrow.FixedSizeListType {
+	return arrow.FixedSizeListOf(int32(width), arrow.PrimitiveTypes.Float32)
+}
+
 // Width returns the row width d of a fixed_size_list<float32>[d] type, or 0
 // for a list<float32> or large_list<float32> type, whose width is only known
 // from its data. It fails for any other type.
@@ -121,7 +129,7 @@ func NewFixedSizeList(buf *memory.Buffer, rows, width int) *array.FixedSizeList 
 	defer buf.Release() // NewData holds its own reference
 	vals := array.NewData(arrow.PrimitiveTypes.Float32, rows*width, []*memory.Buffer{nil, buf}, nil, 0, 0)
 	defer vals.Release()
-	list := array.NewData(arrow.FixedSizeListOfNonNullable(int32(width), arrow.PrimitiveTypes.Float32), rows, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
+	list := array.NewData(Type(width), rows, []*memory.Buffer{nil}, []arrow.ArrayData{vals}, 0, 0)
 	defer list.Release()
 	return array.NewFixedSizeListData(list)
 }

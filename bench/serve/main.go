@@ -78,7 +78,7 @@ func main() {
 
 	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
 	check(err)
-	schema := arrow.NewSchema([]arrow.Field{{Name: "features", Type: arrow.FixedSizeListOfNonNullable(width, arrow.PrimitiveTypes.Float32)}}, nil)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "features", Type: tensor.Type(int(width))}}, nil)
 	var sizes []int
 	for n := 1; n < 256; n *= 2 {
 		sizes = append(sizes, n)

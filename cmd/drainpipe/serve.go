@@ -19,6 +19,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
+	"github.com/drainpipe/drainpipe/tensor"
 )
 
 const serveExample = `
@@ -108,7 +109,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		feature := cmp.Or(m.feature, "features")
 		specs = append(specs, serve.ModelSpec{
 			Name: modelName, Platform: platform, Model: m.model,
-			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: arrow.FixedSizeListOfNonNullable(int32(m.inputSize), arrow.PrimitiveTypes.Float32)}}, nil),
+			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
 			Options: []predict.Option{
 				predict.WithBatchSizes(allowed...), predict.WithMaxDelay(*maxDelay), predict.WithQueueRows(*queueRows),
 				predict.WithTimeout(*timeout), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)),

@@ -20,7 +20,7 @@ var _ device.Model = (*MLP)(nil)
 func (m *MLP) OutputSchema() *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "class", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "probabilities", Type: arrow.FixedSizeListOfNonNullable(int32(m.Classes()), arrow.PrimitiveTypes.Float32)},
+		{Name: "probabilities", Type: tensor.Type(m.Classes())},
 	}, nil)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/tensor"
 )
 
 const (
@@ -92,7 +93,7 @@ func run(ctx context.Context, w io.Writer, mem memory.Allocator) error {
 func testRecord(mem memory.Allocator, x *mat.Dense, labels []int) arrow.RecordBatch {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "label", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "features", Type: arrow.FixedSizeListOf(dims, arrow.PrimitiveTypes.Float32)},
+		{Name: "features", Type: tensor.Type(int(dims))},
 	}, nil)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
