@@ -1,7 +1,6 @@
 package job
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,23 +82,24 @@ func (c *Config) fail(phase string, n int) error {
 	return c.inject(phase, n)
 }
 
+// features is the job's input recipe.
+func (c *Config) features() fileset.Features {
+	return fileset.Features{Column: c.FeatureColumn, Gather: c.Gather, Width: c.InputSize, Keep: c.Keep}
+}
+
 // dataset opens the input files, projected to the columns the job needs,
 // with the feature column as a tensor of InputSize values; origins learns
-// where each row comes from. It returns the rows the files declare (-1 if
-// unknown).
-func (c *Config) dataset(files []string, origins *fileset.Origins, middle func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
-	opts := []fileset.Option{fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
-		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins)}
+// where each row comes from; screen sees the columns read before they are
+// gathered. It returns the rows the files declare (-1 if unknown).
+func (c *Config) dataset(files []string, origins *fileset.Origins, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
+	feat := c.features()
+	opts := append(feat.Options(), fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
+		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins))
 	if c.badValue != nil {
 		opts = append(opts, fileset.WithCSVBadValues(c.badValue))
 	}
 	if c.CSVSample > 0 {
 		opts = append(opts, fileset.WithCSVSample(c.CSVSample))
-	}
-	if len(c.Gather) > 0 {
-		// The model reads numbers: a stray value is a bad row, not a
-		// column of text.
-		opts = append(opts, fileset.WithCSVNumbers(c.Gather...))
 	}
 	// Each input is opened once here, for its schema and row count, and
 	// again when it is read.
@@ -114,76 +114,9 @@ func (c *Config) dataset(files []string, origins *fileset.Origins, middle func(d
 		c.Logger.Warn("this shard holds no rows: the input has fewer files and row groups than shards; write it with smaller row groups, or run fewer shards",
 			"shard", c.Shard.String(), "files", len(files))
 	}
-	schema := set.Schema()
-	columns := slices.Clone(c.Keep)
-	var gathered []string
-	if len(c.Gather) > 0 {
-		if gathered, err = dataset.MatchColumns(schema, c.Gather...); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
-		}
-		if len(gathered) == 0 {
-			return nil, 0, fmt.Errorf("%w: %q match no column of %s", ErrFeatures, c.Gather, dataset.FieldNames(schema))
-		}
-		if len(gathered) != c.InputSize {
-			return nil, 0, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, c.Gather, len(gathered), c.InputSize)
-		}
-		columns = append(columns, gathered...)
-	} else {
-		if len(schema.FieldIndices(c.FeatureColumn)) == 0 {
-			return nil, 0, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, c.FeatureColumn, dataset.FieldNames(schema))
-		}
-		columns = append(columns, c.FeatureColumn)
-	}
-	for _, k := range c.Keep {
-		if slices.Contains(gathered, k) {
-			return nil, 0, fmt.Errorf("%w: column %q is both gathered into the tensor and kept: it can be one or the other", ErrFeatures, k)
-		}
-		if len(schema.FieldIndices(k)) == 0 {
-			return nil, 0, fmt.Errorf("%w: keep column %q is not in the input (it has %s)", ErrKeep, k, dataset.FieldNames(schema))
-		}
-	}
-	ds, err := set.Dataset(compact(columns)...)
+	ds, err := feat.Dataset(set, c.Allocator, screen)
 	if err != nil {
 		return nil, 0, err
 	}
-	ds = middle(ds, gathered)
-	if len(gathered) > 0 {
-		if ds, err = dataset.Gather(ds, c.Allocator, c.FeatureColumn, gathered...); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
-		}
-	}
-	ds, err = dataset.AsTensor(ds, c.FeatureColumn, c.InputSize)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", ErrFeatures, err)
-	}
 	return ds, set.DeclaredRows(), nil
-}
-
-func compact(s []string) []string {
-	var out []string
-	for _, v := range s {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// OpenInput opens cfg's inputs as a job reads them, for another use of the
-// same files (evaluation, say): the Keep columns and the feature tensor of
-// InputSize values, gathered if Gather is set. origins, if not nil, learns
-// each row's file and file row.
-func OpenInput(cfg Config, origins *fileset.Origins) (*dataset.Dataset, error) {
-	if err := cfg.defaults(); err != nil {
-		return nil, err
-	}
-	files, err := fileset.Expand(cfg.Inputs)
-	if err != nil {
-		return nil, err
-	}
-	if origins == nil {
-		origins = &fileset.Origins{}
-	}
-	ds, _, err := cfg.dataset(files, origins, func(read *dataset.Dataset, _ []string) *dataset.Dataset { return read })
-	return ds, err
 }

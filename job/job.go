@@ -37,9 +37,9 @@ var (
 	// the rows its inputs declare, or read: the run is not complete.
 	ErrRowsLost = errors.New("job: rows lost")
 	// ErrFeatures reports feature columns that are missing or unusable.
-	ErrFeatures = errors.New("job: bad feature columns")
+	ErrFeatures = fileset.ErrFeatures
 	// ErrKeep reports a Keep column the input does not have.
-	ErrKeep = errors.New("job: no such column to keep")
+	ErrKeep = fileset.ErrKeep
 )
 
 // Config describes a job.

@@ -12,13 +12,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
-	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -72,9 +72,14 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
 	var origins fileset.Origins
-	ds, err := job.OpenInput(job.Config{Inputs: inputs, Output: "unused.parquet", Model: m.model, InputSize: m.inputSize,
-		FeatureColumn: column, Gather: features, Keep: []string{*label}, BatchSize: *batch, Shard: shard}, &origins)
-	if errors.Is(err, job.ErrKeep) {
+	// The label is never a feature, whatever the patterns match.
+	feat := fileset.Features{Column: column, Gather: features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
+	set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithShard(shard), fileset.WithOrigins(&origins))...)
+	if err != nil {
+		return err
+	}
+	ds, err := feat.Dataset(set, memory.DefaultAllocator, nil)
+	if errors.Is(err, fileset.ErrKeep) {
 		return fmt.Errorf("eval: --label %q: %w", *label, err)
 	}
 	if err != nil {

@@ -55,34 +55,17 @@ in a build with -tags onnx.`)
 		return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
 	}
 	var origins fileset.Origins
-	set, err := fileset.Open(inputs, fileset.WithOrigins(&origins), fileset.WithCSVNumbers(features...))
+	column := *featureCol
+	// The label is never a feature, whatever the patterns match.
+	feat := fileset.Features{Column: column, Gather: features, Keep: []string{*label}, Exclude: []string{*label}}
+	set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithOrigins(&origins))...)
 	if err != nil {
 		return err
 	}
 	mem := memory.DefaultAllocator
-	var ds *dataset.Dataset
-	column := *featureCol
-	if len(features) > 0 {
-		gathered, err := dataset.MatchColumns(set.Schema(), features...)
-		if err != nil {
-			return fmt.Errorf("fit: --features: %w", err)
-		}
-		// The label is never a feature, whatever the patterns match.
-		gathered = slices.DeleteFunc(gathered, func(name string) bool { return name == *label })
-		if len(gathered) == 0 {
-			return fmt.Errorf("fit: --features %q match no column", []string(features))
-		}
-		if ds, err = set.Dataset(append([]string{*label}, gathered...)...); err == nil {
-			ds, err = dataset.Gather(ds, mem, column, gathered...)
-		}
-		if err != nil {
-			return fmt.Errorf("fit: --features: %w", err)
-		}
-	} else {
-		ds, err = set.Dataset(*label, column)
-	}
+	ds, err := feat.Dataset(set, mem, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("fit: %w", err)
 	}
 	x, labels, width, err := readLabelled(ds, *label, column, &origins)
 	if err != nil {
