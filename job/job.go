@@ -87,9 +87,10 @@ type Config struct {
 	// (fileset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
 
-	// Predict holds further Predictor options (replicas, say). They come
-	// after the job's own, so one given here wins: a WithPrefetch here
-	// replaces Prefetch.
+	// Predict holds further Predictor options (replicas, sessions). The
+	// job's own come after them, so what the job owns — BatchSize,
+	// Prefetch, the allocator, the columns passed through — stays its
+	// fields' (the resume fingerprint and the part sizes use them).
 	Predict []predict.Option
 	// Progress, if set, is called after every batch with the rows done
 	// and the total (-1 if unknown).

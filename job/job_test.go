@@ -26,6 +26,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -731,5 +732,23 @@ func TestSetAsideBadRows(t *testing.T) {
 				t.Fatal("the resumed folder differs from the uninterrupted run's")
 			}
 		})
+	}
+}
+
+// The job owns its batch size: a WithBatchSize among Config.Predict's
+// options does not change the batches the device sees (the resume
+// fingerprint and the part sizes are the job's).
+func TestPredictOptionsKeepTheJobsBatchSize(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	input, m := setup(t, mem, 500)
+	cfg := config(mem, input, filepath.Join(t.TempDir(), "out.parquet"), m)
+	cfg.BatchSize = 100
+	cfg.Predict = []predict.Option{predict.WithBatchSize(7)}
+	sum, err := job.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 500 || sum.Batches != 5 {
+		t.Fatalf("%d rows in %d batches, want 500 in 5 of 100", sum.Rows, sum.Batches)
 	}
 }

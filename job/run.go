@@ -140,7 +140,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
 	}
 	var stats predict.Stats
-	opts := append([]predict.Option{
+	opts := append(slices.Clone(cfg.Predict),
 		predict.WithBatchSize(cfg.BatchSize),
 		predict.WithAllocator(cfg.Allocator),
 		predict.WithPassthrough(append(slices.Clone(cfg.Keep), rowColumn)...),
@@ -150,7 +150,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
 			return cfg.fail("predict", b.Index)
 		}}),
-	}, cfg.Predict...)
+	)
 	if r.aside != nil {
 		opts = append(opts, predict.WithSetAside(r.aside.predicted))
 	}

@@ -30,7 +30,7 @@ var (
 	ErrNotTrailing = errors.New("pad: padding rows are not a suffix")
 )
 
-// Field is the schema field of the padding column.
+// field is the schema field of the padding column.
 var field = arrow.Field{Name: Column, Type: arrow.FixedWidthTypes.Boolean, Nullable: false}
 
 // Field returns the schema field of the padding column: non-nullable bool.

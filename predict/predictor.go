@@ -74,9 +74,6 @@ func New(model device.Model, opts ...Option) (*Predictor, error) {
 	return &Predictor{model: model, cfg: c}, nil
 }
 
-// BatchSize returns the global batch size.
-func (p *Predictor) BatchSize() int { return p.cfg.batchSize }
-
 // Result is one batch of predictions, or the error that ended a run.
 type Result struct {
 	// Record holds one prediction row per input row of the batch, in input

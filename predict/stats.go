@@ -25,14 +25,6 @@ func (s Stats) PaddingWaste() float64 {
 	return float64(s.PaddedRows) / float64(s.Rows+s.PaddedRows)
 }
 
-// RowsPerSecond returns the real rows predicted per second of wall time.
-func (s Stats) RowsPerSecond() float64 {
-	if s.Wall <= 0 {
-		return 0
-	}
-	return float64(s.Rows) / s.Wall.Seconds()
-}
-
 func (s Stats) attr() slog.Attr {
 	return slog.Group("stats",
 		slog.Int64("rows", s.Rows),

@@ -198,7 +198,7 @@ func column(f arrow.Field, t *tensor, rows int) (arrow.Array, error) {
 	return array.MakeFromData(vals), nil
 }
 
-// outputs copies the requested columns of a prediction record into
+// tensors copies the requested columns of a prediction record into
 // tensors; want empty means all.
 func (m *model) tensors(out arrow.RecordBatch, want []string) ([]*tensor, error) {
 	rows := int(out.NumRows())

@@ -14,10 +14,10 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 )
 
-// loadedModel is a model file opened for a job.
 // sessionsHelp describes every command's --sessions flag.
 const sessionsHelp = "session groups taking whole batches side by side, one core each (0: one a core)"
 
+// loadedModel is a model file opened for a job.
 type loadedModel struct {
 	model     device.Model
 	inputSize int

@@ -27,92 +27,6 @@ var (
 	ErrShard = errors.New("bad shard")
 )
 
-type filesConfig struct {
-	format       format.Format
-	columns      []string
-	batchRows    int
-	csvSchema    *arrow.Schema
-	csvSample    int
-	csvNumbers   []string // patterns of CSV columns read as numbers
-	csvBadValues func(path string, fileRow int64, column string, err error)
-	shard        Shard
-	mem          memory.Allocator
-	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
-	origins      *Origins
-	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
-}
-
-// Option configures [Files].
-type Option func(*filesConfig)
-
-// WithFormat sets the format instead of guessing it from file names.
-func WithFormat(f format.Format) Option { return func(c *filesConfig) { c.format = f } }
-
-// WithColumns reads only the named columns, in that order.
-func WithColumns(names ...string) Option {
-	return func(c *filesConfig) { c.columns = append([]string{}, names...) }
-}
-
-// WithReadRows sets how many rows a Parquet read or a CSV chunk holds (the
-// default is 65536). It bounds the memory a read holds, not the batch size.
-func WithReadRows(n int) Option { return func(c *filesConfig) { c.batchRows = n } }
-
-// WithCSVSchema gives the schema of CSV files; without it, it is inferred.
-func WithCSVSchema(s *arrow.Schema) Option { return func(c *filesConfig) { c.csvSchema = s } }
-
-// WithCSVBadValues makes a CSV value that does not parse a null, reported
-// to fn with its file, file row (from 0, after the header) and column,
-// instead of an error that ends the read: for callers that set such rows
-// aside. fn is called before the record holding the row is yielded.
-func WithCSVBadValues(fn func(path string, fileRow int64, column string, err error)) Option {
-	return func(c *filesConfig) { c.csvBadValues = fn }
-}
-
-// WithCSVSample sets how many rows of each CSV file the column types are
-// inferred from (the default is 10,000). A later value that does not parse
-// as its column's type is an error naming the file, row and column.
-func WithCSVSample(rows int) Option { return func(c *filesConfig) { c.csvSample = rows } }
-
-// WithCSVNumbers reads the CSV columns whose names match one of the
-// patterns (path.Match syntax, as [MatchColumns]) as numbers, whatever the
-// sample of rows suggests: int64 if the sample holds only integers, else
-// float64. For callers that know a column holds numbers, such as a
-// model's features: one value that does not parse is then a bad value of
-// its row (an error naming the file, row and column, or a null reported
-// to [WithCSVBadValues]), not a column of text.
-func WithCSVNumbers(patterns ...string) Option {
-	return func(c *filesConfig) { c.csvNumbers = append(c.csvNumbers, patterns...) }
-}
-
-// WithShard reads only shard s: whole files when there are at least as many
-// files as shards, else row groups (Parquet), record batches (IPC files) or
-// chunks (CSV, IPC streams) dealt round-robin.
-func WithShard(s Shard) Option { return func(c *filesConfig) { c.shard = s } }
-
-// WithAllocator sets the allocator of the records read.
-func WithAllocator(mem memory.Allocator) Option { return func(c *filesConfig) { c.mem = mem } }
-
-// WithMaxMemory sets the most memory the reader of one file may hold at
-// once, records it yielded and not yet released included. A damaged file
-// whose length fields ask for more fails with [ErrUnreadable] instead of
-// exhausting the machine. The default is 2 GiB plus 16 times the file's
-// size.
-func WithMaxMemory(bytes int64) Option { return func(c *filesConfig) { c.maxMemory = bytes } }
-
-func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
-	for _, o := range opts {
-		o(c)
-	}
-	if err := c.shard.check(); err != nil {
-		return nil, err
-	}
-	if c.batchRows <= 0 {
-		return nil, fmt.Errorf("fileset: read rows %d, want > 0", c.batchRows)
-	}
-	return c, nil
-}
-
 // Expand returns the files the patterns name, in a stable (sorted) order,
 // each once. A pattern without glob characters must name an existing file;
 // a glob must match at least one.
@@ -272,7 +186,7 @@ func unify(a, b *arrow.Schema) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
-// Files returns a dataset over the files the patterns name, read in sorted
+// Read returns a dataset over the files the patterns name, read in sorted
 // order as one stream: Open, then its Dataset method.
 func Read(patterns []string, opts ...Option) (*dataset.Dataset, error) {
 	set, err := Open(patterns, opts...)
@@ -408,7 +322,7 @@ func projected(s *arrow.Schema, names []string) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
-// Rows returns the number of rows [Files] would yield for the same
+// Rows returns the number of rows [Read] would yield for the same
 // patterns and options, from file metadata, without reading data: known for
 // Parquet files, -1 for the other formats.
 func Rows(patterns []string, opts ...Option) (int64, error) {
