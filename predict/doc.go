@@ -48,44 +48,25 @@
 // allowed size that holds it (TF Serving's allowed_batch_sizes). [Stats]
 // say where a run spent its time.
 //
-// # Online: requests and streams
+// # Session groups
 //
-// Services that predict as requests arrive cannot wait for a full batch.
-// A [Batcher] ([Predictor.Batcher]) takes requests from any number of
-// goroutines ([Batcher.Predict]); [Predictor.Stream] takes records from a
-// channel, of any sizes and at any pace, and returns one Result per record.
-// Both cut rows into batches across request boundaries, and a batch runs
-// when it is full or when its oldest row has waited [WithMaxDelay],
-// padded to the smallest allowed size that holds it ([WithBatchSizes]), so
-// the device still sees a few static shapes. By default a free session
-// also takes at once the largest allowed size the queue fills
-// ([WithEager]), so a device is not left idle while rows wait for a batch
-// that will not fill; [WithBatchDown] runs the largest allowed size it can
-// fill when the delay is up and keeps the rest queued.
-//
-// The queue is bounded ([WithQueueRows]): a Batcher refuses a request
-// beyond it at once with [ErrOverloaded]; a Stream stops reading its
-// channel until there is room. A request's deadline is its context's or
-// [WithTimeout]'s; one that expires or is cancelled leaves the queue at
-// that moment, even while a long batch runs, and rows already in a running
-// batch are computed and dropped. A failing batch fails only its requests.
 // [WithSessions] runs several session groups, each taking whole batches.
-// [Batcher.Close] answers what is queued and shuts every session down once;
-// [Batcher.Stats] is a snapshot of batch sizes, padding, queue wait and
-// latency percentiles, overloads, timeouts and cancellations.
+// A [Group] is one of them, exported for runners of their own: it runs a
+// padded batch through its replica sessions with the hooks around it, the
+// model's rows checked, the passthrough columns put back and panics turned
+// into errors. Package online batches requests that arrive one by one
+// over a Predictor's groups; [Predictor.Settings] tells it how the
+// Predictor was configured.
 //
 // # Ownership
 //
 // A Result's Record belongs to the receiver, which must Release it. A record
-// yielded by All is borrowed for one iteration. A record passed to
-// Batcher.Predict stays the caller's; one sent to a Stream becomes the
-// stream's.
+// yielded by All is borrowed for one iteration.
 //
 // # Errors
 //
 // Errors name the batch index and what was expected and got. Callers branch
 // with errors.Is on [ErrRowCount], [ErrPanic], [ErrColumn],
-// [ErrOutputSchema], [ErrBatchSize], [ErrOverloaded], [ErrClosed],
-// context.DeadlineExceeded and the sentinels of the dataset and pad
-// packages.
+// [ErrOutputSchema], [ErrBatchSize], context.DeadlineExceeded and the
+// sentinels of the dataset and pad packages.
 package predict

@@ -5,6 +5,8 @@ import (
 	"iter"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
@@ -93,4 +95,10 @@ func (c *config) paddedSize(rows int) int {
 		}
 	}
 	return c.batchSize
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
 }

@@ -2,10 +2,8 @@ package predict
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -29,15 +27,7 @@ type config struct {
 	logger      *slog.Logger
 	onStats     func(Stats)
 	setAside    func(row arrow.RecordBatch, err error)
-
-	// Online batching (Batcher, Stream).
-	sessions  int
-	maxDelay  time.Duration
-	queueRows int // 0: 16 batches
-	timeout   time.Duration
-	batchDown bool
-	eager     bool
-	observer  Observer
+	sessions    int
 }
 
 // WithBatchSize sets the global batch size: the number of rows of every
@@ -111,63 +101,12 @@ func WithSetAside(fn func(row arrow.RecordBatch, err error)) Option {
 // WithSessions runs n groups of sessions (each of WithReplicas sessions)
 // side by side, each taking whole batches: up to n batches run at once.
 // Predict and All give batch i to group i mod n and deliver the
-// predictions in input order; a Batcher or Predictor.Stream gives the next
-// batch to the next free group. Whole batches on single-threaded sessions
+// predictions in input order; package online gives the next batch to the
+// next free group. Whole batches on single-threaded sessions
 // use the cores better than one session split into replicas (see
 // BENCHMARKS.md). Hooks are then called from n goroutines at once. The
 // default is 1.
 func WithSessions(n int) Option { return func(c *config) { c.sessions = n } }
-
-// WithMaxDelay sets how long a [Batcher] or [Predictor.Stream] lets the
-// oldest queued row wait for a batch to fill before running the rows it
-// has, padded to the smallest allowed batch size (Triton's
-// max_queue_delay, TF Serving's batch_timeout). The default is 2ms; 0 runs
-// whatever is queued as soon as a session is free.
-func WithMaxDelay(d time.Duration) Option { return func(c *config) { c.maxDelay = d } }
-
-// WithQueueRows bounds the rows a [Batcher] holds queued: a request beyond
-// it fails at once with [ErrOverloaded] (a request larger than the bound
-// is taken only into an empty queue). [Predictor.Stream] waits for room
-// instead. The default is 16 batches.
-func WithQueueRows(n int) Option { return func(c *config) { c.queueRows = n } }
-
-// WithTimeout sets a default deadline for each [Batcher.Predict] request,
-// used when the request's context has none sooner. The default, 0, sets
-// none.
-func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
-
-// WithBatchDown makes a [Batcher] or [Predictor.Stream] whose oldest row
-// has waited its delay run the largest allowed batch size it can fill, and
-// keep the remaining rows queued, instead of padding all queued rows up to
-// the next allowed size (TF Serving's BATCH_DOWN). The default is off.
-func WithBatchDown(on bool) Option { return func(c *config) { c.batchDown = on } }
-
-// WithEager lets a free session of a [Batcher] or [Predictor.Stream] take
-// the largest allowed batch size the queued rows fill at once, without
-// waiting for the delay (Triton's preferred batch sizes); rows that fill no
-// allowed size wait for the delay as usual. It keeps sessions busy when few
-// rows wait at a time and the batch size is seldom reached; under load the
-// queue grows while sessions are busy and batches grow with it. The
-// default is on (BENCHMARKS.md has the figures); off, a batch runs only
-// when full or when its oldest row has waited the delay.
-func WithEager(on bool) Option { return func(c *config) { c.eager = on } }
-
-// Observer is told of a [Batcher]'s (or [Predictor.Stream]'s) batches and
-// answered requests as they happen, for metrics such as histograms that
-// [BatcherStats]' snapshots cannot give. Its methods are called from the
-// Batcher's goroutines, concurrently, and must return quickly.
-type Observer interface {
-	// ObserveBatch is called after each batch: its padded size, its real
-	// rows and the device's time on it (also for a batch that failed).
-	ObserveBatch(size, rows int, device time.Duration)
-	// ObserveRequest is called for each request answered with predictions:
-	// its rows, its time from arrival until its last row left the queue,
-	// and until its predictions were ready.
-	ObserveRequest(rows int, queueWait, latency time.Duration)
-}
-
-// WithObserver makes a [Batcher] or [Predictor.Stream] report to o.
-func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
 // function may be nil. An error from a hook ends the run with that error;
@@ -196,15 +135,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("predict: prefetch %d, want 0 or more", c.prefetch)
 	case c.sessions <= 0:
 		return fmt.Errorf("predict: %d sessions, want at least 1", c.sessions)
-	case c.maxDelay < 0:
-		return fmt.Errorf("predict: max delay %v, want 0 or more", c.maxDelay)
-	case c.queueRows < 0:
-		return fmt.Errorf("predict: queue rows %d, want 1 or more", c.queueRows)
-	case c.timeout < 0:
-		return fmt.Errorf("predict: timeout %v, want 0 or more", c.timeout)
-	}
-	if c.queueRows == 0 {
-		c.queueRows = 16 * c.batchSize
 	}
 	if c.batchSizes == nil {
 		return nil
@@ -224,19 +154,6 @@ func (c *config) validate() error {
 	}
 	if last := c.batchSizes[len(c.batchSizes)-1]; last != c.batchSize {
 		return fmt.Errorf("%w: largest size %d, batch size %d", ErrBatchSizes, last, c.batchSize)
-	}
-	return nil
-}
-
-// validateOnline checks the options that only Predict and All take.
-func (c *config) validateOnline() error {
-	switch {
-	case c.keepPadding:
-		return errors.New("predict: WithPadding is for Predict and All, not online batching")
-	case c.prefetch > 0:
-		return errors.New("predict: WithPrefetch is for Predict and All, not online batching")
-	case c.setAside != nil:
-		return errors.New("predict: WithSetAside is for Predict and All, not online batching")
 	}
 	return nil
 }

@@ -47,15 +47,6 @@ func (f *fixture) release() {
 	f.recs = nil
 }
 
-func newPredictor(t *testing.T, m device.Model, opts ...predict.Option) *predict.Predictor {
-	t.Helper()
-	p, err := predict.New(m, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // drain reads every result, releasing records, and returns the "y" values
 // and the final error.
 func drain(t *testing.T, ch <-chan predict.Result) (ys []int64, err error) {
@@ -77,21 +68,6 @@ func drain(t *testing.T, ch <-chan predict.Result) (ys []int64, err error) {
 	return ys, err
 }
 
-func doubled(n int) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = 2 * int64(i)
-	}
-	return out
-}
-
-func assertLifecycle(t *testing.T, m *fakedev.Model, starts int32) {
-	t.Helper()
-	if s, d := m.Starts.Load(), m.Shutdowns.Load(); s != starts || d != starts {
-		t.Fatalf("starts %d, shutdowns %d; want %d of each", s, d, starts)
-	}
-}
-
 func TestExactlyOnceInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 60 {
@@ -103,16 +79,16 @@ func TestExactlyOnceInOrder(t *testing.T) {
 		}
 		f := newFixture(t, mem, sizes...)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(size), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(size), predict.WithAllocator(mem))
 
 		ys, err := drain(t, p.Predict(t.Context(), f.ds))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(ys, doubled(f.total)) {
+		if !slices.Equal(ys, fakedev.Doubled(f.total)) {
 			t.Fatalf("trial %d: sizes %v batch %d: got %v", trial, sizes, size, ys)
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 		batches := m.Batches()
 		if want := (f.total + size - 1) / size; len(batches) != want {
 			t.Fatalf("trial %d: %d device steps, want %d", trial, len(batches), want)
@@ -132,7 +108,7 @@ func TestSessionConfig(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 10)
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 	if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +127,7 @@ func TestSessionConfig(t *testing.T) {
 func TestPassthroughAndKeepPadding(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 5)
-	p := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPassthrough("id"))
+	p := fakedev.NewPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPassthrough("id"))
 	var ids []int64
 	for rec, err := range p.All(t.Context(), f.ds) {
 		if err != nil {
@@ -166,7 +142,7 @@ func TestPassthroughAndKeepPadding(t *testing.T) {
 		t.Fatalf("passthrough ids %v", ids)
 	}
 
-	raw := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPadding(true))
+	raw := fakedev.NewPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithPadding(true))
 	var ys []int64
 	var flags []bool
 	for rec, err := range raw.All(t.Context(), f.ds) {
@@ -189,7 +165,7 @@ func TestEmptyDataset(t *testing.T) {
 	for _, sizes := range [][]int{nil, {0, 0}} {
 		f := newFixture(t, mem, sizes...)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ys, err := drain(t, p.Predict(t.Context(), f.ds))
 		if err != nil || len(ys) != 0 {
 			t.Fatalf("empty: ys %v, err %v", ys, err)
@@ -217,7 +193,7 @@ func TestFailuresShutDownOnceAndSayWhere(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := arrowtest.Allocator(t)
 			f := newFixture(t, mem, 3, 11)
-			p := newPredictor(t, tc.model, predict.WithBatchSize(4), predict.WithAllocator(mem))
+			p := fakedev.NewPredictor(t, tc.model, predict.WithBatchSize(4), predict.WithAllocator(mem))
 			ys, err := drain(t, p.Predict(t.Context(), f.ds))
 			if !errors.Is(err, tc.is) {
 				t.Fatalf("err %v, want %v", err, tc.is)
@@ -227,10 +203,10 @@ func TestFailuresShutDownOnceAndSayWhere(t *testing.T) {
 					t.Errorf("err %q does not say %q", err, s)
 				}
 			}
-			if !slices.Equal(ys, doubled(tc.rows)) {
+			if !slices.Equal(ys, fakedev.Doubled(tc.rows)) {
 				t.Fatalf("delivered %v before the failure, want %d rows", ys, tc.rows)
 			}
-			assertLifecycle(t, tc.model, 1)
+			tc.model.AssertLifecycle(t, 1)
 
 			// The iterator form reports the same failure.
 			tc.model.Starts.Store(0)
@@ -242,7 +218,7 @@ func TestFailuresShutDownOnceAndSayWhere(t *testing.T) {
 			if !errors.Is(last, tc.is) {
 				t.Fatalf("All: err %v, want %v", last, tc.is)
 			}
-			assertLifecycle(t, tc.model, 1)
+			tc.model.AssertLifecycle(t, 1)
 		})
 	}
 }
@@ -251,11 +227,11 @@ func TestStartErrorNoSession(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 5)
 	m := &fakedev.Model{StartErr: fakedev.ErrInjected}
-	_, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), f.ds))
+	_, err := drain(t, fakedev.NewPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), f.ds))
 	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "start session") {
 		t.Fatalf("err %v", err)
 	}
-	assertLifecycle(t, m, 0)
+	m.AssertLifecycle(t, 0)
 }
 
 func TestHooks(t *testing.T) {
@@ -276,7 +252,7 @@ func TestHooks(t *testing.T) {
 		},
 	}
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithHooks(hook))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem), predict.WithHooks(hook))
 	ys, err := drain(t, p.Predict(t.Context(), f.ds))
 	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1: after hook") {
 		t.Fatalf("err %v", err)
@@ -285,7 +261,7 @@ func TestHooks(t *testing.T) {
 	if !slices.Equal(events, want) || len(ys) != 4 {
 		t.Fatalf("events %v, ys %v", events, ys)
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 }
 
 func TestBadInput(t *testing.T) {
@@ -296,18 +272,18 @@ func TestBadInput(t *testing.T) {
 
 	withFlag := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, pad.Field()}, nil)
 	m := &fakedev.Model{}
-	_, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), dataset.FromRecords(withFlag)))
+	_, err := drain(t, fakedev.NewPredictor(t, m, predict.WithAllocator(mem)).Predict(t.Context(), dataset.FromRecords(withFlag)))
 	if !errors.Is(err, pad.ErrColumnExists) {
 		t.Fatalf("is_padding in input: err %v", err)
 	}
-	assertLifecycle(t, m, 0)
+	m.AssertLifecycle(t, 0)
 
 	f := newFixture(t, mem, 3)
-	_, err = drain(t, newPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("key")).Predict(t.Context(), f.ds))
+	_, err = drain(t, fakedev.NewPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("key")).Predict(t.Context(), f.ds))
 	if !errors.Is(err, predict.ErrColumn) || !strings.Contains(err.Error(), `"key"`) {
 		t.Fatalf("missing passthrough: err %v", err)
 	}
-	_, err = drain(t, newPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("id", "id")).Predict(t.Context(), f.ds))
+	_, err = drain(t, fakedev.NewPredictor(t, m, predict.WithAllocator(mem), predict.WithPassthrough("id", "id")).Predict(t.Context(), f.ds))
 	if !errors.Is(err, predict.ErrColumn) || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("duplicate passthrough: err %v", err)
 	}
@@ -318,21 +294,21 @@ func TestBadInput(t *testing.T) {
 	defer changed.Release()
 	m = &fakedev.Model{}
 	ds := dataset.FromRecords(arrowtest.IDSchema, f.recs[0], other, changed)
-	ys, err := drain(t, newPredictor(t, m, predict.WithBatchSize(2), predict.WithAllocator(mem)).Predict(t.Context(), ds))
+	ys, err := drain(t, fakedev.NewPredictor(t, m, predict.WithBatchSize(2), predict.WithAllocator(mem)).Predict(t.Context(), ds))
 	if !errors.Is(err, dataset.ErrSchemaMismatch) || !strings.Contains(err.Error(), "record 2") {
 		t.Fatalf("schema change: err %v", err)
 	}
 	if !slices.Equal(ys, []int64{0, 2, 4, 6}) {
 		t.Fatalf("schema change: delivered %v", ys)
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 }
 
 func TestIteratorBreakShutsDownBeforeLoopEnds(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 7, 7, 7)
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 	n := 0
 	for _, err := range p.All(t.Context(), f.ds) {
 		if err != nil {
@@ -348,7 +324,7 @@ func TestIteratorBreakShutsDownBeforeLoopEnds(t *testing.T) {
 	if m.Live.Load() != 0 {
 		t.Fatal("session still live after break")
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 	if m.Predicts.Load() != 2 {
 		t.Fatalf("%d device steps after a break at the second batch", m.Predicts.Load())
 	}
@@ -358,7 +334,7 @@ func TestIteratorPanicInBodyShutsDown(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 9)
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 	func() {
 		defer func() {
 			if r := recover(); r != "body" {
@@ -369,7 +345,7 @@ func TestIteratorPanicInBodyShutsDown(t *testing.T) {
 			panic("body")
 		}
 	}()
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 }
 
 func TestCancelWhileConsumerIsSlow(t *testing.T) {
@@ -377,7 +353,7 @@ func TestCancelWhileConsumerIsSlow(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 40)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := p.Predict(ctx, f.ds)
 		for range 2 {
@@ -392,7 +368,7 @@ func TestCancelWhileConsumerIsSlow(t *testing.T) {
 			t.Fatalf("result after cancel: %+v", r)
 		}
 		// The channel is closed: the device must be down already.
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 		if m.Predicts.Load() != 3 {
 			t.Fatalf("device ran %d steps, want no more after the cancel", m.Predicts.Load())
 		}
@@ -404,7 +380,7 @@ func TestCancelWhileDeviceIsBusy(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 40)
 		m := &fakedev.Model{Block: make(chan struct{})}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := p.Predict(ctx, f.ds)
 		synctest.Wait() // blocked inside the first Predict
@@ -415,7 +391,7 @@ func TestCancelWhileDeviceIsBusy(t *testing.T) {
 		if _, ok := <-ch; ok {
 			t.Fatal("result after cancel")
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 	})
 }
 
@@ -424,7 +400,7 @@ func TestCancelIteratorForm(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 40)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		var errs []error
@@ -441,7 +417,7 @@ func TestCancelIteratorForm(t *testing.T) {
 		if n != 3 || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
 			t.Fatalf("%d batches, errors %v; want 3 and context.Canceled", n, errs)
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 	})
 }
 
@@ -451,17 +427,17 @@ func TestCancelledBeforeStart(t *testing.T) {
 	m := &fakedev.Model{}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := drain(t, newPredictor(t, m, predict.WithAllocator(mem)).Predict(ctx, f.ds)); err != nil {
+	if _, err := drain(t, fakedev.NewPredictor(t, m, predict.WithAllocator(mem)).Predict(ctx, f.ds)); err != nil {
 		t.Fatalf("err %v: a cancelled consumer is sent nothing", err)
 	}
-	assertLifecycle(t, m, 0)
+	m.AssertLifecycle(t, 0)
 }
 
 func TestStats(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 3, 8)
 	var got []predict.Stats
-	p := newPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem),
+	p := fakedev.NewPredictor(t, &fakedev.Model{}, predict.WithBatchSize(4), predict.WithAllocator(mem),
 		predict.WithStats(func(s predict.Stats) { got = append(got, s) }))
 	if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
 		t.Fatal(err)
@@ -480,7 +456,7 @@ func TestStats(t *testing.T) {
 func TestAllocationsPerBatchDoNotGrow(t *testing.T) {
 	mem := memory.NewGoAllocator()
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(32), predict.WithAllocator(mem), predict.WithPassthrough("id"))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(32), predict.WithAllocator(mem), predict.WithPassthrough("id"))
 	perBatch := func(batches int) float64 {
 		f := newFixture(t, mem, 32*batches)
 		allocs := testing.AllocsPerRun(3, func() {

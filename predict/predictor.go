@@ -49,7 +49,7 @@ type Predictor struct {
 
 // New returns a Predictor for model.
 func New(model device.Model, opts ...Option) (*Predictor, error) {
-	c := config{batchSize: 128, replicas: 1, sessions: 1, maxDelay: 2 * time.Millisecond, eager: true, mem: memory.DefaultAllocator}
+	c := config{batchSize: 128, replicas: 1, sessions: 1, mem: memory.DefaultAllocator}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -171,35 +171,24 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		return fmt.Errorf("predict: %w", err)
 	}
 	defer padder.Release()
-	keep, err := columnIndices(ds.Schema(), c.passthrough)
-	if err != nil {
-		return err
-	}
-
 	st := Stats{}
 	began := time.Now()
-	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Sessions: c.sessions,
-		Schema: padder.Schema(), Allocator: c.mem}
-	groups, err := p.startGroups(ctx, cfg)
+	groups, err := p.startGroups(ctx, padder.Schema(), padder)
 	if err != nil {
 		return err
-	}
-	steps := make([]*step, len(groups))
-	for i, g := range groups {
-		steps[i] = &step{p: p, padder: padder, devices: g, keep: keep, stats: &Stats{}}
 	}
 	log := c.logger
 	log.LogAttrs(ctx, slog.LevelInfo, "sessions started", slog.Int("batch_size", c.batchSize), slog.Int("replicas", c.replicas), slog.Int("sessions", c.sessions))
 	defer func() {
 		var errs []error
 		for _, g := range groups {
-			errs = append(errs, g.shutdown(ctx))
+			errs = append(errs, g.Shutdown(ctx))
 		}
 		serr := errors.Join(errs...)
 		err = errors.Join(err, serr)
-		for _, s := range steps {
-			st.Rows, st.Batches, st.PaddedRows = st.Rows+s.stats.Rows, st.Batches+s.stats.Batches, st.PaddedRows+s.stats.PaddedRows
-			st.DeviceTime += s.stats.DeviceTime
+		for _, g := range groups {
+			st.Rows, st.Batches, st.PaddedRows = st.Rows+g.stats.Rows, st.Batches+g.stats.Batches, st.PaddedRows+g.stats.PaddedRows
+			st.DeviceTime += g.stats.DeviceTime
 		}
 		st.Wall = time.Since(began)
 		log.LogAttrs(ctx, slog.LevelInfo, "sessions shut down", slog.Any("error", serr), st.attr())
@@ -212,17 +201,17 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 	if c.prefetch > 0 {
 		input = prefetch(ctx, input, c.prefetch, release)
 	}
-	if len(steps) > 1 {
-		return p.runSessions(ctx, input, steps, &st, emit)
+	if len(groups) > 1 {
+		return p.runSessions(ctx, input, groups, &st, emit)
 	}
-	s := steps[0]
+	g := groups[0]
 	waitFrom := time.Now()
 	for batch, err := range input {
 		st.InputWait += time.Since(waitFrom)
 		if err != nil {
 			return err
 		}
-		rec, err := s.run(ctx, batch)
+		rec, err := g.Run(ctx, batch)
 		if err != nil {
 			return p.atRunRow(err, batch.Index)
 		}
@@ -253,7 +242,7 @@ func inputError(index int, err error) error {
 // step turns one padded batch into its predictions.
 type step struct {
 	p       *Predictor
-	padder  *pad.Padder // for bisection (WithSetAside); nil in a Batcher
+	padder  *pad.Padder // for bisection (WithSetAside); nil when run online
 	devices *replicas
 	keep    []int         // passthrough column indices
 	outputs *arrow.Schema // the model's output schema, from the first batch

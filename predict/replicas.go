@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 )
 
@@ -113,36 +113,19 @@ func predictOne(ctx context.Context, s device.Session, b device.Batch, want int)
 	return out, nil
 }
 
-// concatRecords joins records of one schema end to end.
+// concatRecords joins the replicas' outputs end to end.
 func concatRecords(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	schema := recs[0].Schema()
-	var rows int64
 	for i, r := range recs {
 		if !r.Schema().Equal(schema) {
 			return nil, fmt.Errorf("%w: replica 0 gave %s, replica %d %s", ErrOutputSchema, schema, i, r.Schema())
 		}
-		rows += r.NumRows()
 	}
-	cols := make([]arrow.Array, schema.NumFields())
-	parts := make([]arrow.Array, len(recs))
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for c := range cols {
-		for i, r := range recs {
-			parts[i] = r.Column(c)
-		}
-		col, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, fmt.Errorf("predict: join replica outputs, column %q: %w", schema.Field(c).Name, err)
-		}
-		cols[c] = col
+	out, err := dataset.Concat(mem, schema, recs)
+	if err != nil {
+		return nil, fmt.Errorf("predict: join replica outputs: %w", err)
 	}
-	return array.NewRecordBatch(schema, cols, rows), nil
+	return out, nil
 }
 
 func replicaError(n, i int, err error) error {

@@ -43,16 +43,16 @@ func TestReplicasPrefetchBucketsExactlyOnce(t *testing.T) {
 		f := newFixture(t, mem, sizes...)
 		m := &fakedev.Model{}
 		var stats predict.Stats
-		p := newPredictor(t, m, append(opts, predict.WithStats(func(s predict.Stats) { stats = s }))...)
+		p := fakedev.NewPredictor(t, m, append(opts, predict.WithStats(func(s predict.Stats) { stats = s }))...)
 
 		ys, err := drain(t, p.Predict(t.Context(), f.ds))
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		if !slices.Equal(ys, doubled(f.total)) {
+		if !slices.Equal(ys, fakedev.Doubled(f.total)) {
 			t.Fatalf("trial %d: sizes %v, batch %d, replicas %d, sessions %d, buckets %v: got %v", trial, sizes, size, replicas, sessions, buckets, ys)
 		}
-		assertLifecycle(t, m, int32(replicas*sessions))
+		m.AssertLifecycle(t, int32(replicas*sessions))
 		steps := (f.total + size - 1) / size
 		if got := int(m.Predicts.Load()); got != steps*replicas {
 			t.Fatalf("trial %d: %d Predict calls, want %d batches × %d replicas", trial, got, steps, replicas)
@@ -84,7 +84,7 @@ func TestReplicaSessions(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 9) // batch 8 over 2 replicas: the tail batch is 1 row + 7 padding
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(8), predict.WithReplicas(2), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(8), predict.WithReplicas(2), predict.WithAllocator(mem))
 	if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +118,9 @@ func TestBucketedPadding(t *testing.T) {
 	f := newFixture(t, mem, 37)
 	m := &fakedev.Model{}
 	var stats predict.Stats
-	p := newPredictor(t, m, predict.WithBatchSizes(4, 8, 16), predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { stats = s }))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSizes(4, 8, 16), predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { stats = s }))
 	ys, err := drain(t, p.Predict(t.Context(), f.ds))
-	if err != nil || !slices.Equal(ys, doubled(37)) {
+	if err != nil || !slices.Equal(ys, fakedev.Doubled(37)) {
 		t.Fatalf("ys %v, err %v", ys, err)
 	}
 	seen := m.Batches()
@@ -160,7 +160,7 @@ func TestReplicaFailures(t *testing.T) {
 				close(tc.model.Block) // let batches before the failure through
 				tc.model.Block = nil
 			}
-			p := newPredictor(t, tc.model, predict.WithBatchSize(6), predict.WithReplicas(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
+			p := fakedev.NewPredictor(t, tc.model, predict.WithBatchSize(6), predict.WithReplicas(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
 			_, err := drain(t, p.Predict(t.Context(), f.ds))
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.say) {
 				t.Fatalf("err %v, want %v saying %q", err, tc.is, tc.say)
@@ -181,7 +181,7 @@ func TestReplicaFailureCancelsSiblings(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 20)
 		m := &fakedev.Model{Fail: true, FailAt: 0, Replica: 1, Block: make(chan struct{})}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithAllocator(mem))
 		_, err := drain(t, p.Predict(t.Context(), f.ds))
 		if !errors.Is(err, fakedev.ErrInjected) {
 			t.Fatalf("err %v", err)
@@ -189,7 +189,7 @@ func TestReplicaFailureCancelsSiblings(t *testing.T) {
 		if errors.Is(err, context.Canceled) {
 			t.Fatalf("err %v: the sibling's cancellation must not mask the cause", err)
 		}
-		assertLifecycle(t, m, 2)
+		m.AssertLifecycle(t, 2)
 	})
 }
 
@@ -198,7 +198,7 @@ func TestCancelWithReplicasAndPrefetch(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 200)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithPrefetch(3), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithPrefetch(3), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := p.Predict(ctx, f.ds)
 		(<-ch).Record.Release()
@@ -207,7 +207,7 @@ func TestCancelWithReplicasAndPrefetch(t *testing.T) {
 		for range ch {
 			t.Fatal("result after cancel")
 		}
-		assertLifecycle(t, m, 2)
+		m.AssertLifecycle(t, 2)
 	})
 }
 
@@ -221,15 +221,15 @@ func TestPrefetchInputError(t *testing.T) {
 	defer bad.Release()
 	ds := dataset.FromRecords(arrowtest.IDSchema, good[0], good[1], bad)
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithPrefetch(8), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithPrefetch(8), predict.WithAllocator(mem))
 	ys, err := drain(t, p.Predict(t.Context(), ds))
 	if !errors.Is(err, dataset.ErrSchemaMismatch) || !strings.Contains(err.Error(), "batch 5: input: record 2") {
 		t.Fatalf("err %v", err)
 	}
-	if !slices.Equal(ys, doubled(20)) {
+	if !slices.Equal(ys, fakedev.Doubled(20)) {
 		t.Fatalf("delivered %v, want all 20 rows before the bad record", ys)
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 }
 
 func TestReplicaAndBucketOptionErrors(t *testing.T) {
@@ -265,7 +265,7 @@ func TestSetAsidePoisonRows(t *testing.T) {
 		m := &fakedev.Model{Poison: func(id int64) bool { return poison[id] }}
 		var aside []int64
 		var st predict.Stats
-		p := newPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithReplicas(replicas), predict.WithAllocator(mem),
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithReplicas(replicas), predict.WithAllocator(mem),
 			predict.WithStats(func(s predict.Stats) { st = s }),
 			predict.WithSetAside(func(row arrow.RecordBatch, err error) {
 				if row.NumRows() != 1 || !errors.Is(err, fakedev.ErrInjected) {
@@ -286,7 +286,7 @@ func TestSetAsidePoisonRows(t *testing.T) {
 		if !slices.Equal(ys, want) || !slices.Equal(aside, []int64{5, 37, 38, 99}) || st.Rows != 96 {
 			t.Fatalf("replicas %d: %d predictions, set aside %v, stats rows %d", replicas, len(ys), aside, st.Rows)
 		}
-		assertLifecycle(t, m, int32(replicas))
+		m.AssertLifecycle(t, int32(replicas))
 		f.release()
 		mem.AssertSize(t, 0)
 	}
@@ -294,7 +294,7 @@ func TestSetAsidePoisonRows(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 40)
 	m := &fakedev.Model{Poison: func(id int64) bool { return id >= 16 && id < 32 }}
-	p := newPredictor(t, m, predict.WithBatchSize(16), predict.WithAllocator(mem),
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(16), predict.WithAllocator(mem),
 		predict.WithSetAside(func(arrow.RecordBatch, error) { t.Error("a row was set aside") }))
 	if _, err := drain(t, p.Predict(t.Context(), f.ds)); !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1") {
 		t.Fatalf("every row failing: %v", err)
@@ -310,23 +310,23 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 			mem := arrowtest.Allocator(t)
 			f := newFixture(t, mem, 100)
 			m := &fakedev.Model{Fail: how == "error", FailAt: 5, Panic: how == "panic", PanicAt: 5}
-			p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
+			p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
 			ys, err := drain(t, p.Predict(t.Context(), f.ds))
 			want := fakedev.ErrInjected
 			if how == "panic" {
 				want = predict.ErrPanic
 			}
-			if !errors.Is(err, want) || !strings.Contains(err.Error(), "batch 5") || !slices.Equal(ys, doubled(20)) {
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), "batch 5") || !slices.Equal(ys, fakedev.Doubled(20)) {
 				t.Fatalf("%d rows before %v", len(ys), err)
 			}
-			assertLifecycle(t, m, 3)
+			m.AssertLifecycle(t, 3)
 		})
 	}
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 200)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(2), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(2), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := p.Predict(ctx, f.ds)
 		(<-ch).Record.Release()
@@ -335,7 +335,7 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 		for r := range ch {
 			r.Record.Release() // at most what was on its way
 		}
-		assertLifecycle(t, m, 2)
+		m.AssertLifecycle(t, 2)
 		// The iterator form, left early.
 		n := 0
 		for _, err := range p.All(t.Context(), f.ds) {
@@ -346,6 +346,6 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 				break
 			}
 		}
-		assertLifecycle(t, m, 4)
+		m.AssertLifecycle(t, 4)
 	})
 }

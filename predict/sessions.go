@@ -12,23 +12,6 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 )
 
-// startGroups starts WithSessions groups of WithReplicas sessions each. If
-// one fails to start, those started are shut down.
-func (p *Predictor) startGroups(ctx context.Context, cfg device.SessionConfig) ([]*replicas, error) {
-	var groups []*replicas
-	for range p.cfg.sessions {
-		g, err := p.startReplicas(ctx, cfg)
-		if err != nil {
-			for _, started := range groups {
-				err = errors.Join(err, started.shutdown(ctx))
-			}
-			return nil, err
-		}
-		groups = append(groups, g)
-	}
-	return groups, nil
-}
-
 // errDone stops the goroutines of runSessions when it returns.
 var errDone = errors.New("predict: run done")
 
@@ -36,8 +19,8 @@ var errDone = errors.New("predict: run done")
 // i goes to group i mod n, and the predictions are handed to emit in input
 // order. A failure, in order, ends the run; every goroutine has stopped
 // and every record not delivered is released when it returns.
-func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], steps []*step, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
-	n := len(steps)
+func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], groups []*Group, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
+	n := len(groups)
 	run, cancel := context.WithCancelCause(ctx)
 	defer cancel(errDone)
 	type item struct {
@@ -78,7 +61,7 @@ func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batc
 			waitFrom = time.Now()
 		}
 	})
-	for g, s := range steps {
+	for g, group := range groups {
 		wg.Go(func() {
 			defer close(outs[g])
 			for it := range ins[g] {
@@ -88,7 +71,7 @@ func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batc
 					continue
 				}
 				if r.err == nil {
-					if r.rec, r.err = s.run(run, it.b); r.err != nil {
+					if r.rec, r.err = group.Run(run, it.b); r.err != nil {
 						r.err = p.atRunRow(r.err, it.b.Index)
 					}
 				}

@@ -1,6 +1,6 @@
 // Package serve is a model server speaking the Open Inference Protocol
 // (v2, KServe's "V2" and Triton's HTTP/gRPC API) over REST and gRPC, each
-// model behind its own online batcher ([predict.Batcher]).
+// model behind its own online batcher ([online.Batcher]).
 //
 // Tensors map to a model's Arrow input columns by name: a primitive column
 // is a tensor of shape [n], a fixed_size_list<T>[k] column one of shape

@@ -20,8 +20,10 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+	dptensor "github.com/drainpipe/drainpipe/tensor"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -75,14 +77,15 @@ func testMLP(t testing.TB) *cpu.MLP {
 }
 
 func mlpInput() *arrow.Schema {
-	return arrow.NewSchema([]arrow.Field{{Name: "features", Type: arrow.FixedSizeListOfNonNullable(features, arrow.PrimitiveTypes.Float32)}}, nil)
+	return arrow.NewSchema([]arrow.Field{{Name: "features", Type: dptensor.Type(features)}}, nil)
 }
 
 // mlpSpec serves m as "mlp" with batches of 8 and a checked allocator.
 func mlpSpec(t testing.TB, m device.Model, opts ...predict.Option) ModelSpec {
 	mem := arrowtest.Allocator(t)
 	return ModelSpec{Name: "mlp", Model: m, Input: mlpInput(),
-		Options: append([]predict.Option{predict.WithBatchSizes(2, 8), predict.WithMaxDelay(time.Millisecond), predict.WithAllocator(mem)}, opts...)}
+		Options:  append([]predict.Option{predict.WithBatchSizes(2, 8), predict.WithAllocator(mem)}, opts...),
+		Batching: online.Options{MaxDelay: time.Millisecond}}
 }
 
 // running is a server started on loopback for a test.

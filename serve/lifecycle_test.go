@@ -18,6 +18,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
@@ -106,12 +107,13 @@ func TestBadRequests(t *testing.T) {
 
 // blockedServer serves a fakedev model (int64 "id" → "y") whose batches
 // wait for release.
-func blockedServer(t *testing.T, opts []predict.Option, sopts ...Option) (*running, *fakedev.Model, *counted, func()) {
+func blockedServer(t *testing.T, batching online.Options, sopts ...Option) (*running, *fakedev.Model, *counted, func()) {
 	fake := &fakedev.Model{}
 	dev := &counted{Model: fake}
 	input := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	spec := ModelSpec{Name: "fake", Model: dev, Input: input,
-		Options: append([]predict.Option{predict.WithBatchSize(4), predict.WithMaxDelay(0), predict.WithAllocator(arrowtest.Allocator(t))}, opts...)}
+		Options:  []predict.Option{predict.WithBatchSize(4), predict.WithAllocator(arrowtest.Allocator(t))},
+		Batching: online.Options{MaxDelay: online.NoDelay, QueueRows: batching.QueueRows}}
 	r := serveTest(t, []ModelSpec{spec}, sopts...)
 	block := make(chan struct{})
 	fake.Block = block
@@ -137,7 +139,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // passes answers 504 / DEADLINE_EXCEEDED; a client that goes away cancels
 // its request.
 func TestOverloadDeadlineDisconnect(t *testing.T) {
-	r, fake, _, release := blockedServer(t, []predict.Option{predict.WithQueueRows(4)})
+	r, fake, _, release := blockedServer(t, online.Options{QueueRows: 4})
 	defer release()
 	m := r.srv.models["fake"]
 	p0 := fake.Predicts.Load() // the warm-up's
@@ -232,7 +234,7 @@ func TestOverloadDeadlineDisconnect(t *testing.T) {
 // Shutdown under load: readiness turns false, requests taken are answered,
 // the sessions shut down once, Run returns nil.
 func TestGracefulDrain(t *testing.T) {
-	r, fake, dev, release := blockedServer(t, []predict.Option{predict.WithQueueRows(64)})
+	r, fake, dev, release := blockedServer(t, online.Options{QueueRows: 64})
 	m := r.srv.models["fake"]
 	p0 := fake.Predicts.Load()
 	var wg sync.WaitGroup
@@ -267,7 +269,7 @@ func TestGracefulDrain(t *testing.T) {
 // A drain that outlasts its timeout refuses what is left, still shuts the
 // sessions down once, and says so.
 func TestDrainTimeout(t *testing.T) {
-	r, fake, dev, release := blockedServer(t, nil, WithDrainTimeout(100*time.Millisecond))
+	r, fake, dev, release := blockedServer(t, online.Options{}, WithDrainTimeout(100*time.Millisecond))
 	defer release()
 	got := make(chan int, 1)
 	go func() {

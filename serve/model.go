@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -34,11 +35,13 @@ type ModelSpec struct {
 	// fixed_size_list<T>[k] column one of shape [n, k].
 	Model device.Model
 	Input *arrow.Schema
-	// Options configure the model's predictor and its online batcher
-	// (batch sizes, delay, queue bound, timeout, sessions, replicas). The
-	// server adds its logger (which a WithLogger here replaces) and the
-	// observer that feeds its metrics (which replaces one given here).
+	// Options configure the model's predictor (batch sizes, sessions,
+	// replicas); the server adds its logger, which a WithLogger here
+	// replaces.
 	Options []predict.Option
+	// Batching configures the model's online batcher (delay, queue bound,
+	// timeout); the server sets its Observer, which feeds its metrics.
+	Batching online.Options
 }
 
 // model is a served model: its batcher and what its metadata says.
@@ -46,13 +49,13 @@ type model struct {
 	name, version, platform string
 	input                   *arrow.Schema
 	inputs, outputs         []TensorMetadata
-	batcher                 *predict.Batcher
+	batcher                 *online.Batcher
 	ready                   atomic.Bool
 }
 
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
-func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs predict.Observer) (*model, error) {
+func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.Observer) (*model, error) {
 	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input}
 	if m.version == "" {
 		m.version = DefaultVersion
@@ -72,11 +75,13 @@ func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs predict
 	}
 	// The server's logger first, so that the spec's options may override it.
 	opts := append([]predict.Option{predict.WithLogger(logger)}, spec.Options...)
-	p, err := predict.New(spec.Model, append(opts, predict.WithObserver(obs))...)
+	p, err := predict.New(spec.Model, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", spec.Name, err)
 	}
-	if m.batcher, err = p.Batcher(ctx, spec.Input); err != nil {
+	batching := spec.Batching
+	batching.Observer = obs
+	if m.batcher, err = online.NewBatcher(ctx, p, spec.Input, batching); err != nil {
 		return nil, fmt.Errorf("model %s: %w", spec.Name, err)
 	}
 	if err := m.warmUp(ctx); err != nil {

@@ -28,7 +28,7 @@ import (
 // libraryPredictions runs rows through the offline Predictor.
 func libraryPredictions(t *testing.T, m device.Model, rs [][]float32) (classes []int64, probs []float32) {
 	t.Helper()
-	b := array.NewFixedSizeListBuilderWithField(memory.DefaultAllocator, features, arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Float32})
+	b := array.NewFixedSizeListBuilder(memory.DefaultAllocator, features, arrow.PrimitiveTypes.Float32)
 	defer b.Release()
 	vals := b.ValueBuilder().(*array.Float32Builder)
 	for _, r := range rs {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/online"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
@@ -326,9 +326,9 @@ func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, 
 // predictError classifies a batcher's error.
 func predictError(err error) error {
 	switch {
-	case errors.Is(err, predict.ErrOverloaded):
+	case errors.Is(err, online.ErrOverloaded):
 		return &Error{Code: CodeOverloaded, Err: err}
-	case errors.Is(err, predict.ErrClosed): // also when Close's own deadline passed
+	case errors.Is(err, online.ErrClosed): // also when Close's own deadline passed
 		return &Error{Code: CodeUnavailable, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeDeadline, Err: err}

@@ -9,7 +9,7 @@
 //
 //   - open loop: 1-row requests arriving at random (Poisson) at 10%, 50%
 //     and 90% of the saturation rate, for several maximum delays, through
-//     the Batcher and through Predictor.Stream: latency p50/p99 (from each
+//     the Batcher and through online.Stream: latency p50/p99 (from each
 //     request's scheduled arrival, so a slow server cannot hide its queue),
 //     padding waste, and the mean device time of a batch.
 //
@@ -19,6 +19,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -40,6 +41,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -52,7 +54,7 @@ type figures struct {
 	p50, p99              time.Duration
 }
 
-func fromBatcher(s predict.BatcherStats) figures {
+func fromBatcher(s online.Stats) figures {
 	return figures{rows: s.Rows, batches: s.Batches, padded: s.PaddedRows, device: s.DeviceTime}
 }
 
@@ -127,11 +129,15 @@ func main() {
 	b.out.Flush()
 }
 
-func (b *bench) predictor(delay time.Duration, opts ...predict.Option) *predict.Predictor {
-	p, err := predict.New(b.model, append([]predict.Option{predict.WithBatchSizes(b.sizes...), predict.WithMaxDelay(delay),
-		predict.WithSessions(b.sessions), predict.WithEager(b.eager), predict.WithQueueRows(1 << 20)}, opts...)...)
+func (b *bench) predictor(opts ...predict.Option) *predict.Predictor {
+	p, err := predict.New(b.model, append([]predict.Option{predict.WithBatchSizes(b.sizes...), predict.WithSessions(b.sessions)}, opts...)...)
 	check(err)
 	return p
+}
+
+// batching is the online options of a run with the given delay (0: none).
+func (b *bench) batching(delay time.Duration) online.Options {
+	return online.Options{MaxDelay: cmp.Or(delay, online.NoDelay), NoEager: !b.eager, QueueRows: 1 << 20}
 }
 
 // offline runs the Predictor over 100 records of 4096 rows.
@@ -151,8 +157,7 @@ func (b *bench) offline() float64 {
 
 // saturation runs closed-loop callers for the duration.
 func (b *bench) saturation(delay time.Duration) (float64, figures) {
-	p := b.predictor(delay)
-	bt, err := p.Batcher(context.Background(), b.schema)
+	bt, err := online.NewBatcher(context.Background(), b.predictor(), b.schema, b.batching(delay))
 	check(err)
 	var rows atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), b.duration)
@@ -197,7 +202,7 @@ func (b *bench) openLoop(delay time.Duration, rate float64, stream bool) (float6
 		}
 	}
 	if stream {
-		p := b.predictor(delay, predict.WithStats(func(s predict.Stats) {
+		p := b.predictor(predict.WithStats(func(s predict.Stats) {
 			st = figures{rows: s.Rows, batches: s.Batches, padded: s.PaddedRows, device: s.DeviceTime}
 		}))
 		in := make(chan arrow.RecordBatch, 1024)
@@ -211,15 +216,14 @@ func (b *bench) openLoop(delay time.Duration, rate float64, stream bool) (float6
 			}
 		}()
 		i := 0
-		for r := range p.Stream(context.Background(), b.schema, in) {
+		for r := range online.Stream(context.Background(), p, b.schema, in, b.batching(delay)) {
 			check(r.Err)
 			latency[i] = time.Since(began) - arrivals[i]
 			r.Record.Release()
 			i++
 		}
 	} else {
-		p := b.predictor(delay)
-		bt, err := p.Batcher(context.Background(), b.schema)
+		bt, err := online.NewBatcher(context.Background(), b.predictor(), b.schema, b.batching(delay))
 		check(err)
 		var wg sync.WaitGroup
 		for i := range n {

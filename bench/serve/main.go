@@ -50,6 +50,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
@@ -83,16 +84,16 @@ func main() {
 	for n := 1; n < 256; n *= 2 {
 		sizes = append(sizes, n)
 	}
-	opts := []predict.Option{predict.WithBatchSizes(append(sizes, 256)...), predict.WithMaxDelay(2 * time.Millisecond),
-		predict.WithSessions(*sessions), predict.WithQueueRows(1 << 20)}
+	opts := []predict.Option{predict.WithBatchSizes(append(sizes, 256)...), predict.WithSessions(*sessions)}
+	batching := online.Options{MaxDelay: 2 * time.Millisecond, QueueRows: 1 << 20}
 
 	// The in-process reference runs on its own Batcher.
 	p, err := predict.New(model, opts...)
 	check(err)
-	bt, err := p.Batcher(context.Background(), schema)
+	bt, err := online.NewBatcher(context.Background(), p, schema, batching)
 	check(err)
 
-	srv, err := serve.New([]serve.ModelSpec{{Name: "mlp", Model: model, Input: schema, Options: opts}})
+	srv, err := serve.New([]serve.ModelSpec{{Name: "mlp", Model: model, Input: schema, Options: opts, Batching: batching}})
 	check(err)
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
@@ -157,7 +158,7 @@ func features(rows int) []float32 {
 	return data
 }
 
-func inProcess(bt *predict.Batcher, schema *arrow.Schema, data []float32, rows int) call {
+func inProcess(bt *online.Batcher, schema *arrow.Schema, data []float32, rows int) call {
 	col := tensor.NewFixedSizeList(memory.NewBufferBytes(arrow.Float32Traits.CastToBytes(data)), rows, width)
 	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(rows))
 	return func(ctx context.Context) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -110,10 +111,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		specs = append(specs, serve.ModelSpec{
 			Name: modelName, Platform: platform, Model: m.model,
 			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
-			Options: []predict.Option{
-				predict.WithBatchSizes(allowed...), predict.WithMaxDelay(*maxDelay), predict.WithQueueRows(*queueRows),
-				predict.WithTimeout(*timeout), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)),
-			},
+			Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
+				predict.WithSessions(cmp.Or(*sessions, m.sessions))},
+			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
 		})
 	}
 	srv, err := serve.New(specs, serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout),

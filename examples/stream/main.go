@@ -21,6 +21,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -45,7 +46,6 @@ func run(ctx context.Context, out io.Writer, mem memory.Allocator) error {
 	var stats predict.Stats
 	p, err := predict.New(model,
 		predict.WithBatchSizes(8, 16, 64),
-		predict.WithMaxDelay(2*time.Millisecond),
 		predict.WithPassthrough("id"),
 		predict.WithAllocator(mem),
 		predict.WithStats(func(s predict.Stats) { stats = s }),
@@ -61,7 +61,7 @@ func run(ctx context.Context, out io.Writer, mem memory.Allocator) error {
 	go produce(ctx, mem, in, &sent)
 
 	rows, perClass := 0, make([]int, classes)
-	for r := range p.Stream(ctx, dataset.TensorSchema(features), in) {
+	for r := range online.Stream(ctx, p, dataset.TensorSchema(features), in, online.Options{MaxDelay: 2 * time.Millisecond}) {
 		if r.Err != nil {
 			return r.Err
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 // ErrInjected is the error a Model returns when told to fail.
@@ -156,4 +158,33 @@ func (s *session) Shutdown(context.Context) error {
 	s.m.Shutdowns.Add(1)
 	s.m.Live.Add(-1)
 	return s.m.ShutdownErr
+}
+
+// AssertLifecycle fails the test unless m started and shut down exactly
+// starts sessions.
+func (m *Model) AssertLifecycle(t testing.TB, starts int32) {
+	t.Helper()
+	if s, d := m.Starts.Load(), m.Shutdowns.Load(); s != starts || d != starts {
+		t.Fatalf("starts %d, shutdowns %d; want %d of each", s, d, starts)
+	}
+}
+
+// Doubled returns the "y" a Model predicts for ids 0..n-1: 2·id.
+func Doubled(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 2 * int64(i)
+	}
+	return out
+}
+
+// NewPredictor returns a Predictor of m with opts, failing the test if the
+// options are refused.
+func NewPredictor(t testing.TB, m device.Model, opts ...predict.Option) *predict.Predictor {
+	t.Helper()
+	p, err := predict.New(m, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,4 +1,4 @@
-package predict
+package online
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 // runWorker runs the batches it is given until the dispatcher stops.
-func (b *Batcher) runWorker(w *worker) {
+func (b *Batcher) runWorker(w *predict.Group) {
 	for j := range b.work {
 		b.run(w, j)
 		b.free <- struct{}{} // buffered for every worker: never blocks
@@ -23,8 +25,7 @@ func (b *Batcher) runWorker(w *worker) {
 }
 
 // run predicts one batch and hands each request its rows.
-func (b *Batcher) run(w *worker, j *job) {
-	c := &b.p.cfg
+func (b *Batcher) run(w *predict.Group, j *job) {
 	began := time.Now()
 	out, err := b.predict(w, j)
 	device := time.Since(began)
@@ -33,7 +34,7 @@ func (b *Batcher) run(w *worker, j *job) {
 	b.mu.Lock()
 	b.stats.batch(j, device)
 	b.mu.Unlock()
-	if o := c.observer; o != nil {
+	if o := b.opts.Observer; o != nil {
 		o.ObserveBatch(j.size, j.rows, device)
 	}
 	off := int64(0)
@@ -59,33 +60,27 @@ func (b *Batcher) run(w *worker, j *job) {
 		out.Release()
 	}
 	if err != nil {
-		c.logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
+		b.set.Logger.LogAttrs(b.base, slog.LevelError, "batch failed", slog.Int("batch", j.index), slog.Int("rows", j.rows), slog.Any("error", err))
 	}
 }
 
 // predict pads the batch's rows and runs them through the worker's
-// sessions, hooks and passthrough columns.
-func (b *Batcher) predict(w *worker, j *job) (arrow.RecordBatch, error) {
+// session group.
+func (b *Batcher) predict(w *predict.Group, j *job) (arrow.RecordBatch, error) {
 	recs := make([]arrow.RecordBatch, len(j.segs))
 	for i, s := range j.segs {
 		recs[i] = s.rows
 	}
-	var rows arrow.RecordBatch
-	if len(recs) == 1 {
-		rows = recs[0]
-		rows.Retain()
-	} else {
-		var err error
-		if rows, err = concatRecords(b.p.cfg.mem, recs); err != nil {
-			return nil, fmt.Errorf("predict: batch %d: %w", j.index, err)
-		}
+	rows, err := dataset.Concat(b.set.Allocator, b.schema, recs)
+	if err != nil {
+		return nil, fmt.Errorf("online: batch %d: %w", j.index, err)
 	}
 	rec, padding, err := b.padder.PadTo(rows, j.size)
 	rows.Release()
 	if err != nil {
-		return nil, inputError(j.index, err)
+		return nil, fmt.Errorf("online: batch %d: input: %w", j.index, err)
 	}
-	return w.step.run(b.base, device.Batch{Index: j.index, Record: rec, Padding: padding})
+	return w.Run(b.base, device.Batch{Index: j.index, Record: rec, Padding: padding})
 }
 
 // shutdown shuts every session down once the workers have stopped.
@@ -93,12 +88,16 @@ func (b *Batcher) shutdown() {
 	ctx := context.WithoutCancel(b.base)
 	var errs []error
 	for _, w := range b.workers {
-		errs = append(errs, w.devices.shutdown(ctx))
+		errs = append(errs, w.Shutdown(ctx))
 	}
 	b.downErr = errors.Join(errs...)
 	b.padder.Release()
 	b.stop(ErrClosed)
-	b.p.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "batcher closed", slog.Any("error", b.downErr), b.Stats().attr())
+	stats := b.Stats()
+	b.set.Logger.LogAttrs(ctx, slog.LevelInfo, "batcher closed", slog.Any("error", b.downErr), stats.attr())
+	if fn := b.set.OnStats; fn != nil && b.onStats {
+		fn(stats.totals(time.Since(b.began)))
+	}
 	close(b.stopped)
 }
 
@@ -164,9 +163,9 @@ func (b *Batcher) join(pieces []piece) (arrow.RecordBatch, error) {
 	slices.SortFunc(pieces, func(a, b piece) int { return a.off - b.off })
 	recs := pieceRecords(pieces)
 	defer releaseAll(recs)
-	out, err := concatRecords(b.p.cfg.mem, recs)
+	out, err := dataset.Concat(b.set.Allocator, recs[0].Schema(), recs)
 	if err != nil {
-		return nil, fmt.Errorf("predict: join a request's batches: %w", err)
+		return nil, fmt.Errorf("online: join a request's batches: %w", err)
 	}
 	return out, nil
 }
@@ -198,7 +197,7 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 		b.stats.Failures++
 	}
 	b.mu.Unlock()
-	if o := b.p.cfg.observer; o != nil && err == nil {
+	if o := b.opts.Observer; o != nil && err == nil {
 		o.ObserveRequest(r.rows, waited, latency)
 	}
 	close(r.done)

@@ -1,17 +1,19 @@
-package predict
+package online
 
 import (
 	"log/slog"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 // latencyWindow is how many recent requests latency percentiles cover.
 const latencyWindow = 4096
 
-// BatcherStats is a snapshot of a Batcher's counters since it started.
-type BatcherStats struct {
+// Stats is a snapshot of a Batcher's counters since it started.
+type Stats struct {
 	Requests      int64         // requests answered with predictions
 	Rows          int64         // rows answered
 	Batches       int64         // batches run, failed ones included
@@ -35,7 +37,7 @@ type Percentiles struct {
 }
 
 // PaddingWaste returns the fraction of device rows that were padding.
-func (s BatcherStats) PaddingWaste() float64 {
+func (s Stats) PaddingWaste() float64 {
 	total := int64(0)
 	for size, n := range s.BatchSizes {
 		total += int64(size) * n
@@ -46,7 +48,7 @@ func (s BatcherStats) PaddingWaste() float64 {
 	return float64(s.PaddedRows) / float64(total)
 }
 
-func (s BatcherStats) attr() slog.Attr {
+func (s Stats) attr() slog.Attr {
 	return slog.Group("stats",
 		slog.Int64("requests", s.Requests),
 		slog.Int64("rows", s.Rows),
@@ -65,10 +67,10 @@ func (s BatcherStats) attr() slog.Attr {
 
 // Stats returns a snapshot of the Batcher's counters. It is safe to call at
 // any time, also after Close.
-func (b *Batcher) Stats() BatcherStats {
+func (b *Batcher) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.stats.BatcherStats
+	s := b.stats.Stats
 	s.BatchSizes = maps.Clone(s.BatchSizes)
 	s.QueuedRows = b.queuedRows
 	s.QueueWait = b.stats.queueWait.percentiles()
@@ -78,7 +80,7 @@ func (b *Batcher) Stats() BatcherStats {
 
 // onlineStats are a Batcher's counters, guarded by its mutex.
 type onlineStats struct {
-	BatcherStats
+	Stats
 	queueWait, latency window
 }
 
@@ -121,4 +123,10 @@ func (w *window) percentiles() Percentiles {
 	slices.Sort(v)
 	at := func(q float64) time.Duration { return v[min(int(q*float64(len(v))), len(v)-1)] }
 	return Percentiles{P50: at(0.50), P99: at(0.99), Max: v[len(v)-1]}
+}
+
+// totals gives a run's predict.Stats from the Batcher's counters, for the
+// Predictor's WithStats function.
+func (s Stats) totals(wall time.Duration) predict.Stats {
+	return predict.Stats{Rows: s.Rows, Batches: s.Batches, PaddedRows: s.PaddedRows, DeviceTime: s.DeviceTime, Wall: wall}
 }

@@ -1,4 +1,4 @@
-package predict
+package online
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 // Stream predicts the records arriving on in, of any row counts and at any
@@ -16,46 +18,57 @@ import (
 // rows, in input order (Result.Batch is the record's index). Rows are
 // predicted in batches cut across record boundaries that close when full
 // or when the oldest waiting row has waited the maximum delay
-// (WithMaxDelay), padded to the smallest allowed size that holds them.
+// (Options.MaxDelay), padded to the smallest allowed size that holds them.
 // Records sent on in belong to the stream, which releases them; records
 // received from the channel belong to the receiver.
 //
 // Closing in runs the rows still waiting at once. The stream holds at most
-// WithQueueRows rows it has not yet answered and stops reading in while it
-// is full: a fast producer is slowed, never refused.
+// Options.QueueRows rows it has not yet answered and stops reading in
+// while it is full: a fast producer is slowed, never refused.
 //
-// The contract is Predict's: drain the channel or cancel ctx. The sessions
-// shut down exactly once, and the channel closes after they have (and after
-// the WithStats function, if any, has had the run's Stats). A
-// failure arrives as the last Result; the stream then stops reading in, so
-// a producer should also watch ctx (cancel it once the consumer stops).
-func (p *Predictor) Stream(ctx context.Context, schema *arrow.Schema, in <-chan arrow.RecordBatch) <-chan Result {
-	out := make(chan Result)
+// The contract is predict.Predictor.Predict's: drain the channel or cancel
+// ctx. The sessions shut down exactly once, and the channel closes after
+// they have (and after the Predictor's WithStats function, if any, has had
+// the run's Stats). A failure, a refused option among them, arrives as the
+// last Result; the stream then stops reading in, so a producer should also
+// watch ctx (cancel it once the consumer stops).
+func Stream(ctx context.Context, p *predict.Predictor, schema *arrow.Schema, in <-chan arrow.RecordBatch, opts Options) <-chan predict.Result {
+	out := make(chan predict.Result)
 	go func() {
 		defer close(out)
-		p.sendLast(ctx, out, p.stream(ctx, schema, in, out))
+		err := stream(ctx, p, schema, in, opts, out)
+		if ctx.Err() != nil || err == nil {
+			return // the consumer has gone, or all was delivered
+		}
+		select {
+		case out <- predict.Result{Batch: -1, Err: err}:
+		case <-ctx.Done():
+		}
 	}()
 	return out
 }
 
-func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan arrow.RecordBatch, out chan<- Result) (err error) {
+func stream(ctx context.Context, p *predict.Predictor, schema *arrow.Schema, in <-chan arrow.RecordBatch, opts Options, out chan<- predict.Result) (err error) {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
+	if opts.Timeout != 0 {
+		return fmt.Errorf("online: Options.Timeout is for a Batcher's requests; bound a Stream with its context")
+	}
 	began := time.Now()
-	b, err := p.startBatcher(ctx, schema)
+	b, err := newBatcher(ctx, p, schema, opts, false)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	room := semaphore.NewWeighted(int64(p.cfg.queueRows))
+	room := semaphore.NewWeighted(int64(b.opts.QueueRows))
 	type pending struct {
 		req    *request
 		weight int64
 	}
 	// Records in flight are bounded by room (a record weighs at least 1),
 	// so this buffer rarely fills; when it does, the reader waits.
-	queued := make(chan pending, min(p.cfg.queueRows, 1<<16))
+	queued := make(chan pending, min(b.opts.QueueRows, 1<<16))
 	var readErr error
 	var reader sync.WaitGroup
 	reader.Go(func() {
@@ -73,7 +86,7 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 			case <-ctx.Done():
 				return
 			}
-			w := min(max(rec.NumRows(), 1), int64(p.cfg.queueRows))
+			w := min(max(rec.NumRows(), 1), int64(b.opts.QueueRows))
 			if err := room.Acquire(ctx, w); err != nil {
 				rec.Release()
 				return
@@ -84,7 +97,7 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 				room.Release(w)
 				if ctx.Err() == nil {
 					// Answer the records before this one, then fail.
-					readErr = fmt.Errorf("predict: stream record %d: %w", i, err)
+					readErr = fmt.Errorf("online: stream record %d: %w", i, err)
 				}
 				return
 			}
@@ -98,9 +111,8 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 		}
 		reader.Wait()
 		err = errors.Join(err, b.Close(context.WithoutCancel(ctx)))
-		if fn := p.cfg.onStats; fn != nil {
-			s := b.Stats()
-			fn(Stats{Rows: s.Rows, Batches: s.Batches, PaddedRows: s.PaddedRows, DeviceTime: s.DeviceTime, Wall: time.Since(began)})
+		if fn := b.set.OnStats; fn != nil {
+			fn(b.Stats().totals(time.Since(began)))
 		}
 	}()
 	i := 0
@@ -111,10 +123,10 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return fmt.Errorf("predict: stream record %d: %w", i, err)
+			return fmt.Errorf("online: stream record %d: %w", i, err)
 		}
 		select {
-		case out <- Result{Record: rec, Batch: i}:
+		case out <- predict.Result{Record: rec, Batch: i}:
 		case <-ctx.Done():
 			rec.Release()
 			return context.Cause(ctx)
@@ -129,7 +141,7 @@ func (p *Predictor) stream(ctx context.Context, schema *arrow.Schema, in <-chan 
 }
 
 // errStreamDone cancels a stream's own context when it returns.
-var errStreamDone = errors.New("predict: stream done")
+var errStreamDone = errors.New("online: stream done")
 
 // flush makes the queued rows due now, as when closing, but keeps taking
 // requests.

@@ -1,4 +1,4 @@
-package predict
+package online
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,34 +14,36 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/pad"
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 var (
 	// ErrOverloaded reports a request refused at once because the queue
-	// already holds its limit of rows (WithQueueRows): load is shed, not
+	// already holds its limit of rows (Options.QueueRows): load is shed, not
 	// buffered without end.
-	ErrOverloaded = errors.New("predict: overloaded: the request queue is full")
+	ErrOverloaded = errors.New("online: overloaded: the request queue is full")
 	// ErrClosed reports a request to a Batcher that is closing or closed.
-	ErrClosed = errors.New("predict: batcher closed")
+	ErrClosed = errors.New("online: batcher closed")
 )
 
 // Batcher answers prediction requests from any number of goroutines,
 // cutting their rows into batches that close when full or when the oldest
-// queued row has waited the maximum delay (WithMaxDelay), whichever comes
-// first. A batch closed early is padded to the smallest allowed batch size
-// that holds it (WithBatchSizes), so the device still sees a few static
-// shapes. Requests larger than a batch are split across batches and put
-// back together.
+// queued row has waited the maximum delay (Options.MaxDelay), whichever
+// comes first. A batch closed early is padded to the smallest allowed
+// batch size that holds it (predict.WithBatchSizes), so the device still
+// sees a few static shapes. Requests larger than a batch are split across
+// batches and put back together.
 //
-// Make one with [Predictor.Batcher]; it must be closed with Close.
+// Make one with [NewBatcher]; it must be closed with Close.
 type Batcher struct {
-	p       *Predictor
+	set     predict.Settings
+	opts    Options
 	schema  *arrow.Schema
 	padder  *pad.Padder
-	keep    []int
-	workers []*worker
+	workers []*predict.Group
+	onStats bool // call set.OnStats when the sessions are down (not in a Stream)
+	began   time.Time
 
 	base    context.Context // batches run under it
 	stop    context.CancelCauseFunc
@@ -61,13 +64,6 @@ type Batcher struct {
 	stats      onlineStats
 }
 
-// worker runs whole batches on its own sessions (one per replica).
-type worker struct {
-	devices *replicas
-	step    step
-	stats   Stats // step's own counters; the Batcher keeps its own
-}
-
 // job is one batch: consecutive row ranges of queued requests.
 type job struct {
 	index int
@@ -82,49 +78,49 @@ type segment struct {
 	rows arrow.RecordBatch // those rows, a zero-copy slice
 }
 
-// Batcher starts the sessions (WithSessions groups of WithReplicas each)
-// and returns a Batcher for records of schema. The sessions are running
-// when it returns. ctx bounds the sessions' start only.
-func (p *Predictor) Batcher(ctx context.Context, schema *arrow.Schema) (*Batcher, error) {
-	return p.startBatcher(ctx, schema)
+// NewBatcher starts p's session groups (predict.WithSessions groups of
+// predict.WithReplicas sessions each) and returns a Batcher for records of
+// schema, batching as opts say. The sessions are running when it returns;
+// ctx bounds their start only. The Predictor's hooks, passthrough columns,
+// allocator and logger apply; its WithStats function is called with the
+// Batcher's totals once Close has shut the sessions down. A Predictor
+// given options that only Predict and All apply (WithPrefetch,
+// WithPadding, WithSetAside) is refused.
+func NewBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema, opts Options) (*Batcher, error) {
+	return newBatcher(ctx, p, schema, opts, true)
 }
 
-func (p *Predictor) startBatcher(ctx context.Context, schema *arrow.Schema) (*Batcher, error) {
-	c := &p.cfg
-	if err := c.validateOnline(); err != nil {
+func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema, opts Options, onStats bool) (*Batcher, error) {
+	set := p.Settings()
+	if len(set.DatasetOnly) > 0 {
+		return nil, fmt.Errorf("online: %s apply to Predict and All, not to online batching", strings.Join(set.DatasetOnly, ", "))
+	}
+	opts, err := opts.withDefaults(set.BatchSize())
+	if err != nil {
 		return nil, err
 	}
-	padder, err := pad.New(c.mem, schema, c.batchSize)
+	padder, err := pad.New(set.Allocator, schema, set.BatchSize())
 	if err != nil {
-		return nil, fmt.Errorf("predict: %w", err)
+		return nil, fmt.Errorf("online: %w", err)
 	}
-	keep, err := columnIndices(schema, c.passthrough)
-	if err != nil {
-		padder.Release()
-		return nil, err
-	}
-	b := &Batcher{p: p, schema: schema, padder: padder, keep: keep,
-		wake: make(chan struct{}, 1), free: make(chan struct{}, c.sessions),
-		work: make(chan *job, c.sessions), stopped: make(chan struct{})}
-	cfg := device.SessionConfig{BatchSize: c.batchSize / c.replicas, BatchSizes: c.perReplicaSizes(), Replicas: c.replicas, Sessions: c.sessions,
-		Schema: padder.Schema(), Allocator: c.mem}
-	for range c.sessions {
-		devices, err := p.startReplicas(ctx, cfg)
+	b := &Batcher{set: set, opts: opts, schema: schema, padder: padder, onStats: onStats, began: time.Now(),
+		wake: make(chan struct{}, 1), free: make(chan struct{}, set.Sessions),
+		work: make(chan *job, set.Sessions), stopped: make(chan struct{})}
+	for range set.Sessions {
+		g, err := p.StartGroup(ctx, padder.Schema())
 		if err != nil {
 			for _, w := range b.workers {
-				err = errors.Join(err, w.devices.shutdown(ctx))
+				err = errors.Join(err, w.Shutdown(ctx))
 			}
 			padder.Release()
 			return nil, err
 		}
-		w := &worker{devices: devices}
-		w.step = step{p: p, devices: devices, keep: keep, stats: &w.stats}
-		b.workers = append(b.workers, w)
+		b.workers = append(b.workers, g)
 	}
 	b.base, b.stop = context.WithCancelCause(context.WithoutCancel(ctx))
-	c.logger.LogAttrs(ctx, slog.LevelInfo, "batcher started", slog.Int("batch_size", c.batchSize),
-		slog.Any("batch_sizes", c.allowedSizes()), slog.Int("sessions", c.sessions), slog.Int("replicas", c.replicas),
-		slog.Duration("max_delay", c.maxDelay), slog.Int("queue_rows", c.queueRows))
+	set.Logger.LogAttrs(ctx, slog.LevelInfo, "batcher started", slog.Int("batch_size", set.BatchSize()),
+		slog.Any("batch_sizes", set.BatchSizes), slog.Int("sessions", set.Sessions), slog.Int("replicas", set.Replicas),
+		slog.Duration("max_delay", opts.MaxDelay), slog.Int("queue_rows", opts.QueueRows))
 	for _, w := range b.workers {
 		b.running.Go(func() { b.runWorker(w) })
 	}
@@ -151,14 +147,14 @@ func (b *Batcher) QueuedRows() int {
 // row of rec, in order, owned by the caller. rec stays the caller's; the
 // Batcher holds its own reference while it needs one.
 //
-// The request's deadline is ctx's or the default timeout (WithTimeout),
+// The request's deadline is ctx's or the default timeout (Options.Timeout),
 // whichever is sooner. A request that expires or is cancelled while queued
 // leaves the queue at once; rows already in a running batch are computed
 // and dropped. A full queue refuses the request at once with
 // [ErrOverloaded], a closing Batcher with [ErrClosed]. A failing batch
 // fails only the requests with rows in it.
 func (b *Batcher) Predict(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if t := b.p.cfg.timeout; t > 0 {
+	if t := b.opts.Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
@@ -203,7 +199,7 @@ func (b *Batcher) Close(ctx context.Context) error {
 // submit queues rec's rows. shed refuses a request beyond the queue limit.
 func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) (*request, error) {
 	if rec == nil {
-		return nil, errors.New("predict: nil record")
+		return nil, errors.New("online: nil record")
 	}
 	if s := rec.Schema(); s != b.schema && s != b.seen.Load() {
 		if !s.Equal(b.schema) {
@@ -222,7 +218,7 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 	if b.closing {
 		return nil, ErrClosed
 	}
-	if limit := b.p.cfg.queueRows; shed && b.queuedRows > 0 && b.queuedRows+rows > limit {
+	if limit := b.opts.QueueRows; shed && b.queuedRows > 0 && b.queuedRows+rows > limit {
 		b.stats.Overloads++
 		return nil, fmt.Errorf("%w: %d rows queued, %d more asked, limit %d", ErrOverloaded, b.queuedRows, rows, limit)
 	}
@@ -242,7 +238,7 @@ func (b *Batcher) wait(ctx context.Context, r *request) (arrow.RecordBatch, erro
 		b.mu.Lock()
 		b.dequeue(r)
 		b.mu.Unlock()
-		if b.settle(r, nil, fmt.Errorf("predict: request: %w", context.Cause(ctx))) {
+		if b.settle(r, nil, fmt.Errorf("online: request: %w", context.Cause(ctx))) {
 			b.mu.Lock()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				b.stats.Timeouts++
@@ -314,7 +310,7 @@ func (b *Batcher) dispatch() {
 // says how long until the oldest row's delay is up (0: wait for an event),
 // or that the Batcher is closed and drained. b.mu is held.
 func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
-	c := &b.p.cfg
+	o, batchSize := &b.opts, b.set.BatchSize()
 	if len(b.queue) == 0 {
 		return nil, 0, b.closing && idle == len(b.workers)
 	}
@@ -322,15 +318,15 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 		return nil, 0, false
 	}
 	now := time.Now()
-	sizes := c.allowedSizes()
-	eager := c.eager && b.queuedRows >= sizes[0]
-	if !b.closing && !b.flushing && !eager && b.queuedRows < c.batchSize {
-		if left := b.queue[0].arrived.Add(c.maxDelay).Sub(now); left > 0 {
+	sizes := b.set.BatchSizes
+	eager := !o.NoEager && b.queuedRows >= sizes[0]
+	if !b.closing && !b.flushing && !eager && b.queuedRows < batchSize {
+		if left := b.queue[0].arrived.Add(o.MaxDelay).Sub(now); left > 0 {
 			return nil, left, false
 		}
 	}
-	take := min(b.queuedRows, c.batchSize)
-	if (c.batchDown || eager) && take < c.batchSize {
+	take := min(b.queuedRows, batchSize)
+	if (o.BatchDown || eager) && take < batchSize {
 		// Run the largest allowed size that is full; keep the rest queued.
 		for i := len(sizes) - 1; i >= 0; i-- {
 			if sizes[i] <= take {
@@ -339,7 +335,7 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 			}
 		}
 	}
-	j = &job{index: b.batches, rows: take, size: c.paddedSize(take)}
+	j = &job{index: b.batches, rows: take, size: b.set.PaddedSize(take)}
 	b.batches++
 	for len(b.queue) > 0 {
 		r := b.queue[0]

@@ -1,4 +1,4 @@
-package predict_test
+package online_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
@@ -68,8 +69,8 @@ func collect(t *testing.T, ch <-chan predict.Result, sizes []int) (ys []int64, e
 }
 
 // Huge and tiny records sent fast: one result per record, with its rows,
-// the same predictions as the offline Predictor on the same rows.
-func TestStreamMatchesPredictor(t *testing.T) {
+// every row predicted once, in order (the fake device doubles ids).
+func TestStreamEveryRecordExactly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := range 20 {
 		mem := arrowtest.Allocator(t)
@@ -80,28 +81,25 @@ func TestStreamMatchesPredictor(t *testing.T) {
 		if trial == 0 {
 			sizes = []int{5000, 0, 1, 3000} // records far beyond the queue bound
 		}
-		f := newFixture(t, mem, sizes...)
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		want := fakedev.Doubled(total)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithSessions(1+trial%2), predict.WithQueueRows(64),
-			predict.WithAllocator(mem))
-		want, err := drain(t, p.Predict(t.Context(), f.ds))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var st predict.Stats
-		sp := newPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithSessions(1+trial%2), predict.WithQueueRows(64),
-			predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }))
-		got, err := collect(t, sp.Stream(t.Context(), arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), 0)), sizes)
+		sp := fakedev.NewPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithSessions(1+trial%2), predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }))
+		got, err := collect(t, online.Stream(t.Context(), sp, arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), 0), online.Options{QueueRows: 64}), sizes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Rows != int64(f.total) || st.Batches == 0 && f.total > 0 {
-			t.Fatalf("stats %+v for %d rows", st, f.total)
+		if st.Rows != int64(total) || st.Batches == 0 && total > 0 {
+			t.Fatalf("stats %+v for %d rows", st, total)
 		}
-		if !slices.Equal(got, want) || len(got) != f.total {
+		if !slices.Equal(got, want) || len(got) != total {
 			t.Fatalf("trial %d, sizes %v: stream %d rows, predictor %d, or they differ", trial, sizes, len(got), len(want))
 		}
-		assertLifecycle(t, m, int32(2*(1+trial%2))) // the Predictor and the Stream each start their sessions
+		m.AssertLifecycle(t, int32(1+trial%2))
 	}
 }
 
@@ -110,11 +108,11 @@ func TestStreamSlowProducer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSizes(2, 8), predict.WithMaxDelay(5*time.Millisecond), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSizes(2, 8), predict.WithAllocator(mem))
 		const n = 40
 		sizes := slices.Repeat([]int{1}, n)
 		began := time.Now()
-		ch := p.Stream(t.Context(), arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), time.Millisecond))
+		ch := online.Stream(t.Context(), p, arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), time.Millisecond), online.Options{MaxDelay: 5 * time.Millisecond})
 		i := 0
 		for r := range ch {
 			if r.Err != nil {
@@ -133,7 +131,7 @@ func TestStreamSlowProducer(t *testing.T) {
 		if i != n {
 			t.Fatalf("%d results for %d records", i, n)
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 		for _, b := range m.Batches() {
 			if b.Rows+b.Padding != 8 && b.Rows+b.Padding != 2 {
 				t.Fatalf("batch %+v not of an allowed size", b)
@@ -148,12 +146,12 @@ func TestStreamCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		sizes := slices.Repeat([]int{3}, 100)
 		in := produce(ctx, arrowtest.Chunked(mem, sizes), time.Millisecond)
-		ch := p.Stream(ctx, arrowtest.IDSchema, in)
+		ch := online.Stream(ctx, p, arrowtest.IDSchema, in, online.Options{})
 		got := 0
 		for r := range ch {
 			if r.Err != nil {
@@ -167,7 +165,7 @@ func TestStreamCancel(t *testing.T) {
 		if got < 10 || got > 11 {
 			t.Fatalf("%d results", got)
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 		for r := range in { // the producer releases what it did not send, then closes in
 			r.Release()
 		}
@@ -179,33 +177,33 @@ func TestStreamCancel(t *testing.T) {
 func TestStreamFailure(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{Fail: true, FailAt: 2}
-	p := newPredictor(t, m, predict.WithBatchSize(4), predict.WithMaxDelay(0), predict.WithAllocator(mem))
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	sizes := slices.Repeat([]int{4}, 10)
 	in := produce(ctx, arrowtest.Chunked(mem, sizes), 0)
-	ys, err := collect(t, p.Stream(ctx, arrowtest.IDSchema, in), sizes)
+	ys, err := collect(t, online.Stream(ctx, p, arrowtest.IDSchema, in, online.Options{MaxDelay: online.NoDelay}), sizes)
 	if !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "stream record 2") || len(ys) != 8 {
 		t.Fatalf("%d rows, then %v", len(ys), err)
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 	cancel() // the producer stops and releases what it did not send
 	for r := range in {
 		r.Release()
 	}
 
 	m = &fakedev.Model{}
-	p = newPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+	p = fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
 	recs := append(arrowtest.Chunked(mem, []int{2, 3}), arrowtest.FloatID(mem))
-	ys, err = collect(t, p.Stream(t.Context(), arrowtest.IDSchema, produce(t.Context(), recs, 0)), []int{2, 3})
-	if err == nil || !strings.Contains(err.Error(), "stream record 2") || !slices.Equal(ys, doubled(5)) {
+	ys, err = collect(t, online.Stream(t.Context(), p, arrowtest.IDSchema, produce(t.Context(), recs, 0), online.Options{}), []int{2, 3})
+	if err == nil || !strings.Contains(err.Error(), "stream record 2") || !slices.Equal(ys, fakedev.Doubled(5)) {
 		t.Fatalf("%v, then %v", ys, err)
 	}
-	assertLifecycle(t, m, 1)
+	m.AssertLifecycle(t, 1)
 }
 
-func ExamplePredictor_Stream() {
-	p, _ := predict.New(&fakedev.Model{}, predict.WithBatchSizes(4, 16), predict.WithMaxDelay(time.Millisecond))
+func ExampleStream() {
+	p, _ := predict.New(&fakedev.Model{}, predict.WithBatchSizes(4, 16))
 	in := make(chan arrow.RecordBatch)
 	go func() { // a producer: records of any sizes, at any pace
 		defer close(in)
@@ -213,7 +211,7 @@ func ExamplePredictor_Stream() {
 			in <- arrowtest.IDs(memory.DefaultAllocator, 100*i, n)
 		}
 	}()
-	for r := range p.Stream(context.Background(), arrowtest.IDSchema, in) {
+	for r := range online.Stream(context.Background(), p, arrowtest.IDSchema, in, online.Options{MaxDelay: time.Millisecond}) {
 		if r.Err != nil {
 			panic(r.Err)
 		}

@@ -1,4 +1,4 @@
-package predict_test
+package online_test
 
 import (
 	"context"
@@ -6,24 +6,27 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
-func newBatcher(t *testing.T, m device.Model, opts ...predict.Option) *predict.Batcher {
+func newBatcher(t *testing.T, m device.Model, o online.Options, opts ...predict.Option) *online.Batcher {
 	t.Helper()
-	b, err := newPredictor(t, m, opts...).Batcher(t.Context(), arrowtest.IDSchema)
+	b, err := online.NewBatcher(t.Context(), fakedev.NewPredictor(t, m, opts...), arrowtest.IDSchema, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +35,7 @@ func newBatcher(t *testing.T, m device.Model, opts ...predict.Option) *predict.B
 
 // ask sends ids start..start+n-1 and checks the answer is 2·id for each
 // row, in order. It returns the request's error.
-func ask(t testing.TB, ctx context.Context, b *predict.Batcher, mem memory.Allocator, start, n int) error {
+func ask(t testing.TB, ctx context.Context, b *online.Batcher, mem memory.Allocator, start, n int) error {
 	rec := arrowtest.IDs(mem, start, n)
 	defer rec.Release()
 	out, err := b.Predict(ctx, rec)
@@ -57,8 +60,7 @@ func ask(t testing.TB, ctx context.Context, b *predict.Batcher, mem memory.Alloc
 func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{}
-	b := newBatcher(t, m, predict.WithBatchSizes(4, 8, 16), predict.WithSessions(2), predict.WithReplicas(2),
-		predict.WithMaxDelay(time.Millisecond), predict.WithQueueRows(1000), predict.WithAllocator(mem))
+	b := newBatcher(t, m, online.Options{MaxDelay: time.Millisecond, QueueRows: 1000}, predict.WithBatchSizes(4, 8, 16), predict.WithSessions(2), predict.WithReplicas(2), predict.WithAllocator(mem))
 	var wg sync.WaitGroup
 	sizes := []int{0, 1, 3, 16, 17, 40, 5, 0, 2}
 	for g := range 8 {
@@ -74,7 +76,7 @@ func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
 	if err := b.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	assertLifecycle(t, m, 4)
+	m.AssertLifecycle(t, 4)
 	for _, cfg := range m.Configs() {
 		if cfg.BatchSize != 8 || !slices.Equal(cfg.BatchSizes, []int{2, 4, 8}) || cfg.Replicas != 2 {
 			t.Fatalf("session config %+v", cfg)
@@ -84,7 +86,7 @@ func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
 	if s.Requests != 8*int64(len(sizes)) || s.Rows != 8*84 || s.QueuedRows != 0 || s.Failures != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	if err := ask(t, t.Context(), b, mem, 0, 1); !errors.Is(err, predict.ErrClosed) {
+	if err := ask(t, t.Context(), b, mem, 0, 1); !errors.Is(err, online.ErrClosed) {
 		t.Fatalf("request after Close: %v", err)
 	}
 	if err := b.Close(t.Context()); err != nil {
@@ -99,8 +101,7 @@ func TestBatcherDispatchTiming(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
 		obs := &recordingObserver{}
-		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond),
-			predict.WithEager(false), predict.WithAllocator(mem), predict.WithObserver(obs))
+		b := newBatcher(t, m, online.Options{MaxDelay: 10 * time.Millisecond, NoEager: true, Observer: obs}, predict.WithBatchSizes(2, 4, 8), predict.WithAllocator(mem))
 		defer b.Close(t.Context())
 		var wg sync.WaitGroup
 		send := func(start, n int) {
@@ -180,8 +181,7 @@ func TestBatcherBatchDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(time.Millisecond),
-			predict.WithBatchDown(true), predict.WithEager(false), predict.WithAllocator(mem))
+		b := newBatcher(t, m, online.Options{MaxDelay: time.Millisecond, BatchDown: true, NoEager: true}, predict.WithBatchSizes(2, 4, 8), predict.WithAllocator(mem))
 		if err := ask(t, t.Context(), b, mem, 0, 7); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestBatcherEager(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		b := newBatcher(t, m, predict.WithBatchSizes(2, 4, 8), predict.WithMaxDelay(10*time.Millisecond), predict.WithAllocator(mem))
+		b := newBatcher(t, m, online.Options{MaxDelay: 10 * time.Millisecond}, predict.WithBatchSizes(2, 4, 8), predict.WithAllocator(mem))
 		began := time.Now()
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -232,8 +232,7 @@ func TestBatcherEvictsExpiredRequestWhileBatchRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{Block: make(chan struct{})}
-		b := newBatcher(t, m, predict.WithBatchSize(4), predict.WithMaxDelay(0),
-			predict.WithTimeout(5*time.Millisecond), predict.WithAllocator(mem))
+		b := newBatcher(t, m, online.Options{MaxDelay: online.NoDelay, Timeout: 5 * time.Millisecond}, predict.WithBatchSize(4), predict.WithAllocator(mem))
 		began := time.Now()
 		var running sync.WaitGroup
 		running.Go(func() {
@@ -270,7 +269,7 @@ func TestBatcherOverload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{Block: make(chan struct{})}
-		b := newBatcher(t, m, predict.WithBatchSize(8), predict.WithQueueRows(16), predict.WithAllocator(mem))
+		b := newBatcher(t, m, online.Options{QueueRows: 16}, predict.WithBatchSize(8), predict.WithAllocator(mem))
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if err := ask(t, t.Context(), b, mem, 0, 8); err != nil {
@@ -282,7 +281,7 @@ func TestBatcherOverload(t *testing.T) {
 		for i := range 9 {
 			wg.Go(func() {
 				err := ask(t, t.Context(), b, mem, 8+8*i, 8)
-				if errors.Is(err, predict.ErrOverloaded) {
+				if errors.Is(err, online.ErrOverloaded) {
 					overloads.Add(1)
 				} else if err != nil {
 					t.Error(err)
@@ -312,7 +311,7 @@ func TestBatcherFailedBatchFailsOnlyItsRequests(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mem := arrowtest.Allocator(t)
 				m := &fakedev.Model{Fail: how == "error", FailAt: 1, Panic: how == "panic", PanicAt: 1}
-				b := newBatcher(t, m, predict.WithBatchSize(4), predict.WithAllocator(mem))
+				b := newBatcher(t, m, online.Options{}, predict.WithBatchSize(4), predict.WithAllocator(mem))
 				if err := ask(t, t.Context(), b, mem, 0, 4); err != nil {
 					t.Fatal(err)
 				}
@@ -331,7 +330,7 @@ func TestBatcherFailedBatchFailsOnlyItsRequests(t *testing.T) {
 				if err := b.Close(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				assertLifecycle(t, m, 1)
+				m.AssertLifecycle(t, 1)
 				if s := b.Stats(); s.Failures != 1 || s.Requests != 2 {
 					t.Fatalf("stats %+v", s)
 				}
@@ -346,7 +345,7 @@ func TestBatcherCloseDrainsOrGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		m := &fakedev.Model{}
-		b := newBatcher(t, m, predict.WithBatchSize(8), predict.WithMaxDelay(time.Hour), predict.WithAllocator(mem))
+		b := newBatcher(t, m, online.Options{MaxDelay: time.Hour}, predict.WithBatchSize(8), predict.WithAllocator(mem))
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if err := ask(t, t.Context(), b, mem, 0, 3); err != nil {
@@ -358,10 +357,10 @@ func TestBatcherCloseDrainsOrGivesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 
 		m = &fakedev.Model{Block: make(chan struct{})}
-		b = newBatcher(t, m, predict.WithBatchSize(2), predict.WithMaxDelay(0), predict.WithAllocator(mem))
+		b = newBatcher(t, m, online.Options{MaxDelay: online.NoDelay}, predict.WithBatchSize(2), predict.WithAllocator(mem))
 		errs := make(chan error, 2)
 		for i := range 2 {
 			wg.Go(func() { errs <- ask(t, t.Context(), b, mem, 2*i, 2) })
@@ -379,7 +378,7 @@ func TestBatcherCloseDrainsOrGivesUp(t *testing.T) {
 				t.Fatalf("request at a Close past its deadline: %v", err)
 			}
 		}
-		assertLifecycle(t, m, 1)
+		m.AssertLifecycle(t, 1)
 	})
 }
 
@@ -391,8 +390,7 @@ func TestBatcherCancellationStorm(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{}
 	const batch = 16
-	b := newBatcher(t, m, predict.WithBatchSizes(4, batch), predict.WithSessions(2), predict.WithMaxDelay(200*time.Microsecond),
-		predict.WithQueueRows(100*batch), predict.WithAllocator(mem))
+	b := newBatcher(t, m, online.Options{MaxDelay: 200 * time.Microsecond, QueueRows: 100 * batch}, predict.WithBatchSizes(4, batch), predict.WithSessions(2), predict.WithAllocator(mem))
 	var wg sync.WaitGroup
 	var answered, failed atomic.Int64
 	for g := range 64 {
@@ -413,7 +411,7 @@ func TestBatcherCancellationStorm(t *testing.T) {
 				switch {
 				case err == nil:
 					answered.Add(1)
-				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, predict.ErrOverloaded):
+				case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, online.ErrOverloaded):
 					failed.Add(1)
 				default:
 					t.Error(err)
@@ -425,7 +423,7 @@ func TestBatcherCancellationStorm(t *testing.T) {
 	if err := b.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	assertLifecycle(t, m, 2)
+	m.AssertLifecycle(t, 2)
 	s := b.Stats()
 	if answered.Load()+failed.Load() != 64*40 || s.Requests != answered.Load() || s.QueuedRows != 0 || answered.Load() == 0 {
 		t.Fatalf("answered %d, failed %d; stats %+v", answered.Load(), failed.Load(), s)
@@ -437,19 +435,42 @@ func TestBatcherCancellationStorm(t *testing.T) {
 		answered.Load(), s.Cancellations, s.Timeouts, s.Overloads, s.Batches, 100*s.PaddingWaste())
 }
 
+// Options that do not apply are refused when the Batcher or Stream is
+// made, not ignored; so are bad options, a wrong schema, a failed start.
 func TestBatcherBadInput(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{}
-	p := newPredictor(t, m, predict.WithPadding(true))
-	if _, err := p.Batcher(t.Context(), arrowtest.IDSchema); err == nil {
-		t.Fatal("WithPadding accepted by a Batcher")
-	}
-	for _, o := range []predict.Option{predict.WithSessions(0), predict.WithMaxDelay(-1), predict.WithQueueRows(-1), predict.WithTimeout(-1)} {
-		if _, err := predict.New(m, o); err == nil {
-			t.Fatal("a bad online option was accepted")
+	for _, o := range []predict.Option{predict.WithPadding(true), predict.WithPrefetch(2),
+		predict.WithSetAside(func(arrow.RecordBatch, error) {})} {
+		p, err := predict.New(m, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := online.NewBatcher(t.Context(), p, arrowtest.IDSchema, online.Options{}); err == nil || !strings.Contains(err.Error(), "apply to Predict and All") {
+			t.Fatalf("a dataset-only option accepted by a Batcher: %v", err)
+		}
+		for r := range online.Stream(t.Context(), p, arrowtest.IDSchema, nil, online.Options{}) {
+			if r.Err == nil || !strings.Contains(r.Err.Error(), "apply to Predict and All") {
+				t.Fatalf("a dataset-only option accepted by a Stream: %+v", r)
+			}
 		}
 	}
-	b := newBatcher(t, m, predict.WithAllocator(mem))
+	p, err := predict.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []online.Options{{MaxDelay: -2}, {QueueRows: -1}, {Timeout: -1}} {
+		if _, err := online.NewBatcher(t.Context(), p, arrowtest.IDSchema, o); err == nil {
+			t.Fatalf("bad options %+v accepted", o)
+		}
+	}
+	for r := range online.Stream(t.Context(), p, arrowtest.IDSchema, nil, online.Options{Timeout: time.Second}) {
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "Timeout") {
+			t.Fatalf("a Stream took a request timeout: %+v", r)
+		}
+	}
+	m.AssertLifecycle(t, 0)
+	b := newBatcher(t, m, online.Options{}, predict.WithAllocator(mem))
 	rec := arrowtest.FloatID(mem)
 	defer rec.Release()
 	if _, err := b.Predict(t.Context(), rec); !errors.Is(err, dataset.ErrSchemaMismatch) {
@@ -459,7 +480,11 @@ func TestBatcherBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = &fakedev.Model{StartErr: fakedev.ErrInjected, StartErrReplica: 1}
-	if _, err := newPredictor(t, m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithSessions(2)).Batcher(t.Context(), arrowtest.IDSchema); !errors.Is(err, fakedev.ErrInjected) {
+	p, err = predict.New(m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithSessions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := online.NewBatcher(t.Context(), p, arrowtest.IDSchema, online.Options{}); !errors.Is(err, fakedev.ErrInjected) {
 		t.Fatalf("start failure: %v", err)
 	}
 	if m.Live.Load() != 0 {
@@ -467,9 +492,33 @@ func TestBatcherBadInput(t *testing.T) {
 	}
 }
 
+// The Predictor's WithStats function has the Batcher's totals once Close
+// has shut the sessions down (it was ignored when batching lived in
+// predict).
+func TestBatcherStatsFunction(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m := &fakedev.Model{}
+	var got []predict.Stats
+	b := newBatcher(t, m, online.Options{MaxDelay: online.NoDelay}, predict.WithBatchSize(4), predict.WithAllocator(mem),
+		predict.WithStats(func(s predict.Stats) { got = append(got, s) }))
+	if err := ask(t, t.Context(), b, mem, 0, 6); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("stats before Close: %+v", got)
+	}
+	if err := b.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Rows != 6 || got[0].Batches < 2 {
+		t.Fatalf("stats %+v, want one call with 6 rows in 2 or more batches", got)
+	}
+	m.AssertLifecycle(t, 1)
+}
+
 func ExampleBatcher() {
-	p, _ := predict.New(&fakedev.Model{}, predict.WithBatchSizes(8, 32), predict.WithMaxDelay(2*time.Millisecond))
-	b, _ := p.Batcher(context.Background(), arrowtest.IDSchema)
+	p, _ := predict.New(&fakedev.Model{}, predict.WithBatchSizes(8, 32))
+	b, _ := online.NewBatcher(context.Background(), p, arrowtest.IDSchema, online.Options{MaxDelay: 2 * time.Millisecond})
 	defer b.Close(context.Background())
 
 	// Any number of goroutines may call Predict; here one asks for 5 rows.
