@@ -60,7 +60,7 @@ func BenchmarkPrismVsJob(b *testing.B) {
 			began := time.Now()
 			if _, err := job.Run(b.Context(), job.Config{Inputs: inputs, Output: filepath.Join(dir, fmt.Sprintf("job-%d", round)) + string(filepath.Separator),
 				Model: m, InputSize: width, Keep: []string{"id"}, BatchSize: 256,
-				Predict: []predict.Option{predict.WithSessions(runtime.GOMAXPROCS(0))}}); err != nil {
+				Predict: []predict.Option{predict.WithGroups(runtime.GOMAXPROCS(0))}}); err != nil {
 				b.Fatal(err)
 			}
 			jobRate := rows / time.Since(began).Seconds()

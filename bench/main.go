@@ -259,7 +259,7 @@ func (c *config) drainpipe(model device.Model, ds *dataset.Dataset, prefetch int
 }
 
 func (c *config) drainpipeWith(model device.Model, ds *dataset.Dataset, prefetch, sessions int) float64 {
-	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithSessions(sessions),
+	p, err := predict.New(model, predict.WithBatchSize(c.batch), predict.WithReplicas(c.replicas), predict.WithGroups(sessions),
 		predict.WithAllocator(c.mem), predict.WithPrefetch(prefetch))
 	check(err)
 	start := time.Now()

@@ -78,7 +78,7 @@ type segment struct {
 	rows arrow.RecordBatch // those rows, a zero-copy slice
 }
 
-// NewBatcher starts p's session groups (predict.WithSessions groups of
+// NewBatcher starts p's session groups (predict.WithGroups groups of
 // predict.WithReplicas sessions each) and returns a Batcher for records of
 // schema, batching as opts say. The sessions are running when it returns;
 // ctx bounds their start only. The Predictor's hooks, passthrough columns,
@@ -104,9 +104,9 @@ func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema,
 		return nil, fmt.Errorf("online: %w", err)
 	}
 	b := &Batcher{set: set, opts: opts, schema: schema, padder: padder, onStats: onStats, began: time.Now(),
-		wake: make(chan struct{}, 1), free: make(chan struct{}, set.Sessions),
-		work: make(chan *job, set.Sessions), stopped: make(chan struct{})}
-	for range set.Sessions {
+		wake: make(chan struct{}, 1), free: make(chan struct{}, set.Groups),
+		work: make(chan *job, set.Groups), stopped: make(chan struct{})}
+	for range set.Groups {
 		g, err := p.StartGroup(ctx, padder.Schema())
 		if err != nil {
 			for _, w := range b.workers {
@@ -119,7 +119,7 @@ func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema,
 	}
 	b.base, b.stop = context.WithCancelCause(context.WithoutCancel(ctx))
 	set.Logger.LogAttrs(ctx, slog.LevelInfo, "batcher started", slog.Int("batch_size", set.BatchSize()),
-		slog.Any("batch_sizes", set.BatchSizes), slog.Int("sessions", set.Sessions), slog.Int("replicas", set.Replicas),
+		slog.Any("batch_sizes", set.BatchSizes), slog.Int("groups", set.Groups), slog.Int("replicas", set.Replicas),
 		slog.Duration("max_delay", opts.MaxDelay), slog.Int("queue_rows", opts.QueueRows))
 	for _, w := range b.workers {
 		b.running.Go(func() { b.runWorker(w) })

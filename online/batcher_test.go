@@ -60,7 +60,7 @@ func ask(t testing.TB, ctx context.Context, b *online.Batcher, mem memory.Alloca
 func TestBatcherAnswersEveryRequestExactly(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{}
-	b := newBatcher(t, m, online.Options{MaxDelay: time.Millisecond, QueueRows: 1000}, predict.WithBatchSizes(4, 8, 16), predict.WithSessions(2), predict.WithReplicas(2), predict.WithAllocator(mem))
+	b := newBatcher(t, m, online.Options{MaxDelay: time.Millisecond, QueueRows: 1000}, predict.WithBatchSizes(4, 8, 16), predict.WithGroups(2), predict.WithReplicas(2), predict.WithAllocator(mem))
 	var wg sync.WaitGroup
 	sizes := []int{0, 1, 3, 16, 17, 40, 5, 0, 2}
 	for g := range 8 {
@@ -390,7 +390,7 @@ func TestBatcherCancellationStorm(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	m := &fakedev.Model{}
 	const batch = 16
-	b := newBatcher(t, m, online.Options{MaxDelay: 200 * time.Microsecond, QueueRows: 100 * batch}, predict.WithBatchSizes(4, batch), predict.WithSessions(2), predict.WithAllocator(mem))
+	b := newBatcher(t, m, online.Options{MaxDelay: 200 * time.Microsecond, QueueRows: 100 * batch}, predict.WithBatchSizes(4, batch), predict.WithGroups(2), predict.WithAllocator(mem))
 	var wg sync.WaitGroup
 	var answered, failed atomic.Int64
 	for g := range 64 {
@@ -480,7 +480,7 @@ func TestBatcherBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = &fakedev.Model{StartErr: fakedev.ErrInjected, StartErrReplica: 1}
-	p, err = predict.New(m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithSessions(2))
+	p, err = predict.New(m, predict.WithBatchSize(4), predict.WithReplicas(2), predict.WithGroups(2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestStreamEveryRecordExactly(t *testing.T) {
 		want := fakedev.Doubled(total)
 		m := &fakedev.Model{}
 		var st predict.Stats
-		sp := fakedev.NewPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithSessions(1+trial%2), predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }))
+		sp := fakedev.NewPredictor(t, m, predict.WithBatchSizes(4, 16), predict.WithGroups(1+trial%2), predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }))
 		got, err := collect(t, online.Stream(t.Context(), sp, arrowtest.IDSchema, produce(t.Context(), arrowtest.Chunked(mem, sizes), 0), online.Options{QueueRows: 64}), sizes)
 		if err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@
 //
 // # Session groups
 //
-// [WithSessions] runs several session groups, each taking whole batches.
+// [WithGroups] runs several session groups, each taking whole batches.
 // A [Group] is one of them, exported for runners of their own: it runs a
 // padded batch through its replica sessions with the hooks around it, the
 // model's rows checked, the passthrough columns put back and panics turned

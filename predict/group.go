@@ -17,7 +17,7 @@ import (
 // the hooks around each, the model's outputs checked for one row per
 // batch row, the passthrough columns put back, the padding rows dropped,
 // and a panic of the model or a hook turned into an error. Predict and
-// All run WithSessions groups over a dataset; package online runs its own
+// All run WithGroups groups over a dataset; package online runs its own
 // over the same Predictor for requests that arrive one by one.
 //
 // A Group's methods are not safe for concurrent use.
@@ -52,7 +52,7 @@ func (p *Predictor) startGroup(ctx context.Context, padded *arrow.Schema, padder
 	return g, nil
 }
 
-// startGroups starts WithSessions groups. If one fails to start, those
+// startGroups starts WithGroups groups. If one fails to start, those
 // started are shut down.
 func (p *Predictor) startGroups(ctx context.Context, padded *arrow.Schema, padder *pad.Padder) ([]*Group, error) {
 	var groups []*Group
@@ -91,7 +91,7 @@ type Settings struct {
 	// BatchSizes are the allowed global batch sizes, ascending; the last
 	// is the batch size.
 	BatchSizes []int
-	Sessions   int // groups side by side
+	Groups     int // session groups side by side
 	Replicas   int // sessions a group
 	Allocator  memory.Allocator
 	Logger     *slog.Logger
@@ -104,7 +104,7 @@ type Settings struct {
 // Settings returns the Predictor's settings.
 func (p *Predictor) Settings() Settings {
 	c := &p.cfg
-	s := Settings{BatchSizes: c.allowedSizes(), Sessions: c.sessions, Replicas: c.replicas, Allocator: c.mem,
+	s := Settings{BatchSizes: c.allowedSizes(), Groups: c.sessions, Replicas: c.replicas, Allocator: c.mem,
 		Logger: c.logger, OnStats: c.onStats}
 	if c.prefetch > 0 {
 		s.DatasetOnly = append(s.DatasetOnly, "WithPrefetch")

@@ -98,15 +98,16 @@ func WithSetAside(fn func(row arrow.RecordBatch, err error)) Option {
 	return func(c *config) { c.setAside = fn }
 }
 
-// WithSessions runs n groups of sessions (each of WithReplicas sessions)
-// side by side, each taking whole batches: up to n batches run at once.
+// WithGroups runs n session groups ([Group], each of WithReplicas
+// sessions; Triton calls them instances) side by side, each taking whole
+// batches: up to n batches run at once.
 // Predict and All give batch i to group i mod n and deliver the
 // predictions in input order; package online gives the next batch to the
 // next free group. Whole batches on single-threaded sessions
 // use the cores better than one session split into replicas (see
 // BENCHMARKS.md). Hooks are then called from n goroutines at once. The
 // default is 1.
-func WithSessions(n int) Option { return func(c *config) { c.sessions = n } }
+func WithGroups(n int) Option { return func(c *config) { c.sessions = n } }
 
 // Hook observes or vetoes batches, like TensorFlow's SessionRunHook. Either
 // function may be nil. An error from a hook ends the run with that error;

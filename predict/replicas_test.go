@@ -26,7 +26,7 @@ func TestReplicasPrefetchBucketsExactlyOnce(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		replicas, sessions := 1+rng.IntN(4), 1+rng.IntN(3)
 		size := replicas * (1 + rng.IntN(4))
-		opts := []predict.Option{predict.WithBatchSize(size), predict.WithReplicas(replicas), predict.WithSessions(sessions),
+		opts := []predict.Option{predict.WithBatchSize(size), predict.WithReplicas(replicas), predict.WithGroups(sessions),
 			predict.WithPrefetch(rng.IntN(4)), predict.WithAllocator(mem)}
 		var buckets []int
 		if rng.IntN(2) == 0 {
@@ -310,7 +310,7 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 			mem := arrowtest.Allocator(t)
 			f := newFixture(t, mem, 100)
 			m := &fakedev.Model{Fail: how == "error", FailAt: 5, Panic: how == "panic", PanicAt: 5}
-			p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
+			p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithGroups(3), predict.WithPrefetch(2), predict.WithAllocator(mem))
 			ys, err := drain(t, p.Predict(t.Context(), f.ds))
 			want := fakedev.ErrInjected
 			if how == "panic" {
@@ -326,7 +326,7 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 		mem := arrowtest.Allocator(t)
 		f := newFixture(t, mem, 200)
 		m := &fakedev.Model{}
-		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithSessions(2), predict.WithAllocator(mem))
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(4), predict.WithGroups(2), predict.WithAllocator(mem))
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := p.Predict(ctx, f.ds)
 		(<-ch).Record.Release()

@@ -77,7 +77,7 @@ func main() {
 	delaysFlag := flag.String("delays", "1ms,5ms,20ms", "maximum queue delays for the open-loop runs")
 	loadsFlag := flag.String("loads", "0.1,0.5,0.9", "open-loop arrival rates as fractions of the saturation rate (empty: none)")
 	callers := flag.Int("callers", 64, "closed-loop callers for the saturation run")
-	sessions := flag.Int("sessions", 1, "session groups (WithSessions)")
+	sessions := flag.Int("sessions", 1, "session groups (WithGroups)")
 	eager := flag.Bool("eager", true, "WithEager: free sessions take full allowed sizes at once")
 	duration := flag.Duration("duration", 2*time.Second, "length of each run")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -130,7 +130,7 @@ func main() {
 }
 
 func (b *bench) predictor(opts ...predict.Option) *predict.Predictor {
-	p, err := predict.New(b.model, append([]predict.Option{predict.WithBatchSizes(b.sizes...), predict.WithSessions(b.sessions)}, opts...)...)
+	p, err := predict.New(b.model, append([]predict.Option{predict.WithBatchSizes(b.sizes...), predict.WithGroups(b.sessions)}, opts...)...)
 	check(err)
 	return p
 }

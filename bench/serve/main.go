@@ -84,7 +84,7 @@ func main() {
 	for n := 1; n < 256; n *= 2 {
 		sizes = append(sizes, n)
 	}
-	opts := []predict.Option{predict.WithBatchSizes(append(sizes, 256)...), predict.WithSessions(*sessions)}
+	opts := []predict.Option{predict.WithBatchSizes(append(sizes, 256)...), predict.WithGroups(*sessions)}
 	batching := online.Options{MaxDelay: 2 * time.Millisecond, QueueRows: 1 << 20}
 
 	// The in-process reference runs on its own Batcher.

@@ -70,7 +70,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sum, err := job.Run(ctx, job.Config{
 		Inputs: []string{input}, Output: output, Resume: true,
 		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,
-		Predict:  []predict.Option{predict.WithSessions(m.sessions)},
+		Predict:  []predict.Option{predict.WithGroups(m.sessions)},
 		Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	prog.finish()

@@ -93,7 +93,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("eval: --plot draws a classifier's plots; %q is a regression output", plan.value)
 	}
 	out, err := plan.run(ctx, m.model, ds, *label,
-		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions)))
+		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions)))
 	if located := origins.LocateError(err, 0); located != err {
 		return fmt.Errorf("eval: %w", located)
 	}

@@ -94,7 +94,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
 		Overwrite: *overwrite, Resume: *resume,
 		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
-		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithSessions(cmp.Or(*sessions, m.sessions))},
+		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	var prog *progress

@@ -112,7 +112,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			Name: modelName, Platform: platform, Model: m.model,
 			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
 			Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
-				predict.WithSessions(cmp.Or(*sessions, m.sessions))},
+				predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
 		})
 	}
