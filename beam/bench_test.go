@@ -3,9 +3,12 @@ package dpbeam
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +57,7 @@ func BenchmarkPrismVsJob(b *testing.B) {
 	}
 	inputs := []string{filepath.Join(dir, "in-*.parquet")}
 	const rows = files * rowsPerFile
-	var jobRates, beamRates, ratios []float64
+	var jobRates, beamRates, ratios, written []float64
 	for range b.N {
 		for round := range 3 {
 			began := time.Now()
@@ -65,11 +68,13 @@ func BenchmarkPrismVsJob(b *testing.B) {
 			}
 			jobRate := rows / time.Since(began).Seconds()
 			began = time.Now()
+			wrote := writtenBytes(b)
 			p, s := beamPipeline(Config{Inputs: inputs, Model: model, Output: filepath.Join(dir, fmt.Sprintf("beam-%d", round)), Keep: []string{"id"}})
 			if _, err := executePrism(b.Context(), p, s); err != nil {
 				b.Fatal(err)
 			}
 			beamRate := rows / time.Since(began).Seconds()
+			written = append(written, float64(writtenBytes(b)-wrote))
 			jobRates, beamRates, ratios = append(jobRates, jobRate), append(beamRates, beamRate), append(ratios, beamRate/jobRate)
 		}
 	}
@@ -96,6 +101,27 @@ func BenchmarkPrismVsJob(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "prism/job")
 	b.ReportMetric(ratios[0], "prism/job_min")
 	b.ReportMetric(ratios[len(ratios)-1], "prism/job_max")
+	b.ReportMetric(median(written)/1e6, "prism_written_MB")
+}
+
+// writtenBytes returns the bytes this process has passed to write calls
+// (Linux's /proc/self/io wchar), or skips the benchmark elsewhere.
+func writtenBytes(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skip("no /proc/self/io: the bytes written are not measured here")
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "wchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no wchar in /proc/self/io")
+	return 0
 }
 
 // padded is a schema with the padding column a session sees.

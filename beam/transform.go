@@ -162,7 +162,9 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 	m := f.h.model
 	out := filepath.Join(f.Cfg.Output, sh.Name())
 	timed := &timedModel{Model: m.Device}
-	sum, err := job.Run(ctx, job.Config{
+	// Written once, whole or not at all: Beam retries a failed shard
+	// whole, and its file's name is its own, so no lock, parts or merge.
+	sum, err := job.WriteFile(ctx, job.Config{
 		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
 		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
 		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Keep: f.Cfg.Keep,

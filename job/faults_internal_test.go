@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
@@ -111,4 +114,98 @@ func TestFailAtEveryPhaseThenResume(t *testing.T) {
 			})
 		}
 	}
+}
+
+// WriteFile writes its one file whole or not at all: a failure while
+// reading or predicting leaves no output and no temporary file, and a
+// retry writes every row once, the values of Run's file output.
+func TestWriteFileWholeOrNothing(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.parquet")
+	w, err := sink.Create(input, dataset.TensorSchema(8), sink.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, 1000, 8, 100, 1).Records()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cpu.NewMLP([]int{8, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func(out string) Config {
+		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
+			Keep: []string{"id"}, BatchSize: 32, ReadRows: 77, Allocator: mem}
+	}
+	out := filepath.Join(dir, "out.parquet")
+	for _, phase := range []string{"read", "predict"} {
+		cfg := config(out)
+		cfg.inject = func(p string, n int) error {
+			if p == phase && n == 3 {
+				return errInjected
+			}
+			return nil
+		}
+		if _, err := WriteFile(t.Context(), cfg); !errors.Is(err, errInjected) {
+			t.Fatalf("%s failure: %v", phase, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Fatalf("after a %s failure the folder holds %d entries, want only the input", phase, len(entries))
+		}
+	}
+	sum, err := WriteFile(t.Context(), config(out))
+	if err != nil || sum.Rows != 1000 || sum.RowsIn != 1000 {
+		t.Fatalf("retry: %+v, %v", sum, err)
+	}
+	ref := filepath.Join(dir, "ref.parquet")
+	if _, err := Run(t.Context(), config(ref)); err != nil {
+		t.Fatal(err)
+	}
+	got, want := readTable(t, mem, out), readTable(t, mem, ref)
+	defer got.Release()
+	defer want.Release()
+	if !array.RecordEqual(got, want) {
+		t.Fatalf("WriteFile wrote %d rows, Run %d, or their values differ", got.NumRows(), want.NumRows())
+	}
+	if _, err := WriteFile(t.Context(), config(out)); !errors.Is(err, sink.ErrExists) {
+		t.Fatalf("an existing output without Overwrite: %v", err)
+	}
+	for _, cfg := range []Config{func() Config { c := config(out); c.SetAside = filepath.Join(dir, "aside.parquet"); return c }(),
+		func() Config { c := config(out); c.Resume = true; return c }(), config(filepath.Join(dir, "folder") + string(filepath.Separator))} {
+		if _, err := WriteFile(t.Context(), cfg); err == nil {
+			t.Fatalf("WriteFile took %+v", cfg)
+		}
+	}
+}
+
+// readTable reads a file whole into one record.
+func readTable(t *testing.T, mem memory.Allocator, path string) arrow.RecordBatch {
+	t.Helper()
+	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	whole, err := dataset.Concat(mem, ds.Schema(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole
 }

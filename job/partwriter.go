@@ -142,6 +142,9 @@ func (w *partWriter) finish(inEnd int64) error {
 	return w.commit(inEnd)
 }
 
+// setAside returns the rows set aside in the committed parts.
+func (w *partWriter) setAside() int64 { return w.parts.asideRows() }
+
 // abort discards the part being written and what is pending.
 func (w *partWriter) abort() {
 	for _, r := range w.pending {

@@ -3,17 +3,12 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -107,105 +102,21 @@ func (r *run) prepare() (*lock, error) {
 }
 
 // predict reads the inputs from where the committed parts end, predicts,
-// writes parts (and rows set aside), and checks that no row was lost.
+// and writes parts (and rows set aside) through the write layer.
 func (r *run) predict(ctx context.Context) (*Summary, error) {
 	cfg, parts := r.cfg, r.parts
-	// The input: every row read is counted and numbered (rowColumn); rows
-	// a resume has done are skipped; in SetAside mode, rows that cannot be
-	// predicted are set aside before batching.
-	origins := &fileset.Origins{}
-	skip := parts.inEnd()
-	var in *countedInput
-	if cfg.SetAside != "" {
-		// Values are read (and this called) only once r.aside exists.
-		cfg.badValue = func(path string, row int64, column string, err error) { r.aside.badValue(path, row, column, err) }
+	if resumed := parts.rows(); resumed > 0 {
+		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
 	}
-	ds, total, err := cfg.dataset(r.files, origins, func(read *dataset.Dataset, gathered []string) *dataset.Dataset {
-		in = cfg.counted(read, skip)
-		if cfg.SetAside == "" {
-			return in.ds
-		}
-		r.aside = newAside(read.Schema(), cfg.Keep, origins, cfg.Allocator)
-		return cfg.screen(in.ds, r.aside, gathered)
+	parts.inject = cfg.fail
+	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
+		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: a}
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.schema = ds.Schema()
-	if r.aside != nil {
-		defer r.aside.release()
-	}
-	resumed := parts.rows()
-	if resumed > 0 {
-		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
-	}
-	var stats predict.Stats
-	opts := append(slices.Clone(cfg.Predict),
-		predict.WithBatchSize(cfg.BatchSize),
-		predict.WithAllocator(cfg.Allocator),
-		predict.WithPassthrough(append(slices.Clone(cfg.Keep), rowColumn)...),
-		predict.WithLogger(cfg.Logger),
-		predict.WithStats(func(s predict.Stats) { stats = s }),
-		predict.WithPrefetch(cfg.Prefetch),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
-			return cfg.fail("predict", b.Index)
-		}}),
-	)
-	if r.aside != nil {
-		opts = append(opts, predict.WithSetAside(r.aside.predicted))
-	}
-	p, err := predict.New(cfg.Model, opts...)
-	if err != nil {
-		return nil, err
-	}
-
-	// The channel form runs the device in a goroutine of its own, so
-	// writing a batch here overlaps with predicting the next.
-	w := &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: r.aside}
-	parts.inject = cfg.fail
-	done := resumed
-	running, stop := context.WithCancel(ctx)
-	defer stop()
-	var failed error
-	// in is read after the channel closes, when its reader has stopped.
-	for res := range p.Predict(running, ds) {
-		if res.Err != nil {
-			failed = res.Err
-			continue
-		}
-		if failed == nil {
-			if failed = w.write(res.Record); failed != nil {
-				stop() // the channel closes once the device is down
-			} else {
-				done += res.Record.NumRows()
-			}
-		}
-		res.Record.Release()
-		if failed == nil && cfg.Progress != nil {
-			cfg.Progress(done, total)
-		}
-	}
-	if failed == nil {
-		failed = context.Cause(ctx)
-	}
-	if failed != nil {
-		w.abort()
-		return nil, origins.LocateError(failed, skip)
-	}
-	if err := w.finish(in.rows); err != nil {
-		return nil, err
-	}
-	// Every row the inputs declare was read, and every row read written or
-	// set aside.
-	setAside := parts.asideRows()
-	switch {
-	case total >= 0 && in.rows != total:
-		return nil, fmt.Errorf("%w: read %d rows of the %d the inputs declare", ErrRowsLost, in.rows, total)
-	case done+setAside != in.rows:
-		return nil, fmt.Errorf("%w: wrote %d rows and set %d aside of the %d read", ErrRowsLost, done, setAside, in.rows)
-	}
-	return &Summary{Output: cfg.Output, Rows: done, RowsIn: in.rows, RowsSetAside: setAside, ResumedRows: resumed, Stats: stats,
-		Batches: stats.Batches, PaddedRows: stats.PaddedRows}, nil
+	r.schema, r.aside = w.schema, w.aside
+	return w.sum, nil
 }
 
 // complete writes the rows set aside, then the output: the merge of the
