@@ -119,7 +119,8 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // atRecord names record i in err, unless a dataset below already did.
 func atRecord(i int, err error) error {
 	var named *RecordError
-	if errors.As(err, &named) {
+	var src *SourceError
+	if errors.As(err, &named) || errors.As(err, &src) {
 		return err
 	}
 	return &RecordError{Record: i, Err: err}
@@ -133,3 +134,15 @@ func FieldNames(s *arrow.Schema) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// SourceError is an error of a dataset's source that names where it
+// happened, such as a file (and the row in it). Runners pass it on without
+// coordinates of their own (a record or batch index), which would only
+// confuse a reader of the message.
+type SourceError struct {
+	Where string
+	Err   error
+}
+
+func (e *SourceError) Error() string { return e.Where + ": " + e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,10 +88,8 @@ type RowError struct {
 // says its new number, not the one it wraps.
 func (e *RowError) Error() string {
 	column := e.Column
-	for err := e.Err; column == "" && err != nil; err = errors.Unwrap(err) {
-		if r, ok := err.(*RowError); ok {
-			column = r.Column
-		}
+	for _, r := range e.chain() {
+		column = cmp.Or(column, r.Column)
 	}
 	if column == "" {
 		return fmt.Sprintf("row %d: %v", e.Row, e.Cause())
@@ -102,13 +101,34 @@ func (e *RowError) Error() string {
 // in the chain (a runner's context between them, such as a batch index,
 // is left out: the row is named).
 func (e *RowError) Cause() error {
-	cause := e.Err
-	for err := e.Err; err != nil; err = errors.Unwrap(err) {
+	chain := e.chain()
+	return chain[len(chain)-1].Err
+}
+
+// chain returns e and the RowErrors wrapped below it, outermost first,
+// following the first error of a join.
+func (e *RowError) chain() []*RowError {
+	chain := []*RowError{e}
+	for err := e.Err; err != nil; {
 		if r, ok := err.(*RowError); ok {
-			cause = r.Err
+			chain = append(chain, r)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			err = nil
+			for _, inner := range u.Unwrap() {
+				if errors.As(inner, new(*RowError)) {
+					err = inner
+					break
+				}
+			}
+		default:
+			err = nil
 		}
 	}
-	return cause
+	return chain
 }
 
 func (e *RowError) Unwrap() error { return e.Err }

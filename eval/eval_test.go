@@ -388,7 +388,7 @@ func TestBadLabels(t *testing.T) {
 		}
 	})
 	_, err = eval.Evaluate(t.Context(), classifier{3}, withNull, "label", []eval.Metric{eval.Accuracy()}, opts...)
-	if !errors.Is(err, eval.ErrLabel) || !strings.Contains(err.Error(), "batch 1") || !strings.Contains(err.Error(), "row 5: null") {
+	if !errors.Is(err, eval.ErrLabel) || !strings.Contains(err.Error(), `row 13, column "label": null`) {
 		t.Errorf("null label: err %v", err)
 	}
 	if row := (*eval.RowError)(nil); !errors.As(err, &row) || row.Row != 13 {

@@ -58,7 +58,7 @@ func Evaluate(ctx context.Context, model device.Model, ds *dataset.Dataset, labe
 			if err := m.Update(b); err != nil {
 				err = fmt.Errorf("eval: batch %d (dataset rows from %d): %s: %w", batch, report.Rows, m.Name(), err)
 				if row := (*RowError)(nil); errors.As(err, &row) {
-					err = &RowError{Row: report.Rows + row.Row, Err: err}
+					err = &RowError{Row: report.Rows + row.Row, Column: label, Err: err}
 				}
 				return nil, err
 			}

@@ -3,6 +3,9 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -85,6 +88,9 @@ func (r *run) prepare() (*lock, error) {
 	if err := checkNotInput(cfg.Output, r.layout, files); err != nil {
 		return nil, err
 	}
+	if dir := filepath.Dir(filepath.Clean(cfg.Output)); missing(dir) {
+		return nil, fmt.Errorf("job: the output's folder %s does not exist", dir)
+	}
 	held, err := lockOutput(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -144,4 +150,9 @@ func (r *run) complete(sum *Summary) error {
 		sum.RowsPerSecond = float64(sum.Rows-sum.ResumedRows) / s
 	}
 	return nil
+}
+
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }

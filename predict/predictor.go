@@ -236,6 +236,9 @@ func (p *Predictor) atRunRow(err error, index int) error {
 }
 
 func inputError(index int, err error) error {
+	if src := (*dataset.SourceError)(nil); errors.As(err, &src) {
+		return err // it names its file and row: a batch index adds nothing
+	}
 	return fmt.Errorf("predict: batch %d: input: %w", index, err)
 }
 

@@ -80,8 +80,8 @@ func TestFitRefusesABlankLabel(t *testing.T) {
 	if err == nil {
 		t.Fatal("fit succeeded over a blank label")
 	}
-	// The error names the file, its data row (0-based, after the header) and the column.
-	for _, want := range []string{filepath.Base(input), "123", `"y"`, "null"} {
+	// The error names the file, the row's line (data row 123, after the header) and the column.
+	for _, want := range []string{filepath.Base(input), "line 125", `"y"`, "null"} {
 		if !strings.Contains(stderr, want) {
 			t.Fatalf("error lacks %q: %s", want, stderr)
 		}
@@ -110,8 +110,8 @@ func TestEvalNamesABadLabel(t *testing.T) {
 	for _, c := range []struct {
 		input, label, want string
 	}{
-		{blank, "y", filepath.Base(blank) + ", row 123: "},
-		{seven, "y", "seven.csv, row 200: "},
+		{blank, "y", filepath.Base(blank) + `, line 125, column "y": null`},
+		{seven, "y", `seven.csv, line 202, column "y": eval: inconsistent number of classes: label 7`},
 		{seven, "label", `--label "label": `},
 	} {
 		_, stderr, err := drainpipe("eval", "--model", model, "--input", c.input, "--label", c.label, "--features", "f*", "--batch-size", "64")
@@ -129,7 +129,7 @@ func TestEvalNamesABadLabel(t *testing.T) {
 func TestFitRefusesBadLabels(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ csv, want string }{
-		{"f0,y\n0.5,0\n0.25,1\n0.75,-1\n", `neg.csv, row 2, column "y": label -1`},
+		{"f0,y\n0.5,0\n0.25,1\n0.75,-1\n", `neg.csv, line 4, column "y": label -1`},
 		{"f0,y\n0.5,0.5\n0.25,1\n", `fit: column "y": eval: bad label column: type float64`},
 	} {
 		in := filepath.Join(dir, "neg.csv")

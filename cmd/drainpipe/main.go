@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
 )
 
@@ -46,7 +47,11 @@ func main() {
 		return
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "drainpipe:", oneLine(err))
+		msg := oneLine(err)
+		if errors.Is(err, fileset.ErrMemoryCeiling) {
+			msg += " (raise it with --max-memory)"
+		}
+		fmt.Fprintln(os.Stderr, "drainpipe:", msg)
 		os.Exit(1)
 	}
 }

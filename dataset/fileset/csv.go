@@ -55,6 +55,11 @@ func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, er
 	return r, nil
 }
 
+// csvLine is the line, from 1, of a CSV file's row, from 0 after the
+// header: rows read one line each (a quoted value spanning lines moves
+// every later row down).
+func csvLine(row int64) int64 { return row + 2 }
+
 // stringSchema is the schema of columns of strings of the names given.
 func stringSchema(names []string) *arrow.Schema {
 	fields := make([]arrow.Field, len(names))
@@ -156,7 +161,7 @@ func (r *csvReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 				yield(piece{}, err)
 				return
 			}
-			ok := yield(piece{rec, []run{{n: rec.NumRows(), fileRow: first}}}, nil)
+			ok := yield(piece{rec, []run{{n: rec.NumRows(), fileRow: first, text: true}}}, nil)
 			rec.Release()
 			if !ok {
 				return
@@ -195,7 +200,7 @@ func (r *csvReader) convert(strs arrow.RecordBatch, first int64) (arrow.RecordBa
 			arr.Release()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: row %d, column %q: %w", ErrCSVValue, first+int64(row), f.Name, err)
+			return nil, fmt.Errorf("%w: line %d, column %q: %w", ErrCSVValue, csvLine(first+int64(row)), f.Name, err)
 		}
 		cols[j] = arr
 	}

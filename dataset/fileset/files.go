@@ -231,7 +231,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 		err = fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if err != nil {
-		return yield(nil, fmt.Errorf("fileset: %s: %w", path, err))
+		return yield(nil, &dataset.SourceError{Where: path, Err: err})
 	}
 	return true
 }

@@ -346,7 +346,7 @@ func TestCSVTypesFromSample(t *testing.T) {
 	}
 	_, err = ds.Count()
 	if !errors.Is(err, fileset.ErrCSVValue) || !strings.Contains(err.Error(), path) ||
-		!strings.Contains(err.Error(), `row 25, column "x": "2.5" is not an int64`) {
+		!strings.Contains(err.Error(), `line 27, column "x": "2.5" is not an int64`) {
 		t.Fatalf("a late float in an int column: %v", err)
 	}
 
@@ -360,7 +360,7 @@ func TestCSVTypesFromSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ds.Count(); !errors.Is(err, fileset.ErrCSVValue) || !strings.Contains(err.Error(), `row 0, column "empty": empty, and the column is not nullable`) {
+	if _, err := ds.Count(); !errors.Is(err, fileset.ErrCSVValue) || !strings.Contains(err.Error(), `line 2, column "empty": empty, and the column is not nullable`) {
 		t.Fatalf("null in a non-nullable column: %v", err)
 	}
 }

@@ -16,6 +16,9 @@ var (
 	// ErrRowCount reports a file that yielded a different number of rows
 	// than its metadata declares (a Parquet footer): rows were lost.
 	ErrRowCount = errors.New("rows read differ from the rows the file declares")
+	// ErrMemoryCeiling reports a read that asked for more memory than its
+	// ceiling (WithMaxMemory) allows; it comes wrapped with ErrUnreadable.
+	ErrMemoryCeiling = errors.New("over the read's memory ceiling")
 )
 
 // defaultMemoryCeiling is the base of a file read's memory ceiling; the
@@ -73,7 +76,7 @@ func guard(inYield *bool, step func() error) (err error) {
 			panic(p)
 		}
 		if e, ok := p.(errOverCeiling); ok {
-			err = fmt.Errorf("%w: %v (raise it with WithMaxMemory, --max-memory)", ErrUnreadable, e)
+			err = fmt.Errorf("%w: %w: %v", ErrUnreadable, ErrMemoryCeiling, e)
 			return
 		}
 		err = fmt.Errorf("%w: the reader panicked: %v", ErrUnreadable, p)

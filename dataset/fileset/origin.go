@@ -28,9 +28,14 @@ type Origin struct {
 	// Unit names the part of the file read when Row is unknown (an IPC
 	// record batch read on its own by a shard).
 	Unit string
+	// Line is the row's line in a text file (CSV), from 1; 0 otherwise.
+	Line int64
 }
 
 func (o Origin) String() string {
+	if o.Line > 0 {
+		return fmt.Sprintf("%s, line %d", o.Path, o.Line)
+	}
 	if o.Row >= 0 {
 		return fmt.Sprintf("%s, row %d", o.Path, o.Row)
 	}
@@ -43,6 +48,7 @@ type span struct {
 	path     string
 	fileRow  int64 // of the first row, or -1
 	unit     string
+	text     bool // a CSV file: rows have lines
 }
 
 // run is a run of consecutive file rows in a record a reader yields.
@@ -50,6 +56,7 @@ type run struct {
 	n       int64
 	fileRow int64 // -1 if unknown
 	unit    string
+	text    bool // a CSV file: rows have lines
 }
 
 func (o *Origins) reset() {
@@ -68,7 +75,7 @@ func (o *Origins) add(path string, runs []run) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range runs {
-		o.spans = append(o.spans, span{start: o.rows, n: r.n, path: path, fileRow: r.fileRow, unit: r.unit})
+		o.spans = append(o.spans, span{start: o.rows, n: r.n, path: path, fileRow: r.fileRow, unit: r.unit, text: r.text})
 		o.rows += r.n
 	}
 }
@@ -86,7 +93,11 @@ func (o *Origins) Locate(r int64) (Origin, bool) {
 	if s.fileRow < 0 {
 		return Origin{Path: s.path, Row: -1, Unit: fmt.Sprintf("%s, row %d of it", s.unit, r-s.start)}, true
 	}
-	return Origin{Path: s.path, Row: s.fileRow + r - s.start}, true
+	at := Origin{Path: s.path, Row: s.fileRow + r - s.start}
+	if s.text {
+		at.Line = csvLine(at.Row)
+	}
+	return at, true
 }
 
 // LocateError returns err as a [LocatedError] naming the file and file
