@@ -27,6 +27,16 @@
 // files, part-00000.parquet and on, with _manifest.json and a _SUCCESS
 // marker written last: no merge. See [Run] and [IsFolder].
 //
+// # The write layer
+//
+// Under [Run] is a write layer: read the inputs (the input recipe of
+// dataset/fileset.Features), predict, hand the predictions to an output,
+// and check the rows read, written and set aside add up. Run adds the
+// lock, the output's layout, the parts and resume. [WriteFile] writes one
+// file once through the same layer, with no lock, parts or manifest, for
+// a runner that retries a failed piece of work whole under a name of its
+// own (a Beam shard): exactly once without a second write of every row.
+//
 // # Nothing lost
 //
 // Every row read is counted and numbered. A run succeeds only if the rows
