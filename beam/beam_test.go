@@ -25,6 +25,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -284,6 +285,43 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	for _, name := range []string{ManifestName, SuccessName} {
 		if _, err := os.Stat(filepath.Join(out, name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after a failed pipeline: %v", name, err)
+		}
+	}
+}
+
+// Inputs on an S3-compatible server (and none on the workers' disk): the
+// pipeline expands, plans and reads them by URL and writes the same
+// predictions as from local files, every row once.
+func TestPipelineReadsS3(t *testing.T) {
+	dir := inputs(t)
+	want := reference(t, dir)
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "beam-inputs")
+	for _, name := range []string{"a.parquet", "b.parquet", "c.parquet"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bucket, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Inputs: []string{srv.URL("beam-inputs", "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
+		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+	if err := run(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := readPredictions(t, filepath.Join(out, "part-*.parquet"))
+	if len(got) != totalRows {
+		t.Fatalf("%d rows from the pipeline, want %d", len(got), totalRows)
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("id %d: pipeline %+v, job %+v", id, got[id], w)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 package dpbeam
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // Shard is one unit of parallel work: part Index of Count of one input
@@ -74,8 +76,15 @@ func Expand(patterns []string, rowsPerShard int64) ([]Shard, error) {
 // rowGroups returns the rows of each row group of a Parquet file, from
 // its footer.
 func rowGroups(path string) ([]int64, error) {
-	r, err := file.OpenParquetFile(path, false)
+	objects := storage.NewOpener()
+	defer objects.Close()
+	f, err := objects.Open(context.Background(), path)
 	if err != nil {
+		return nil, fmt.Errorf("dpbeam: %w", err)
+	}
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("dpbeam: %s: %w", path, err)
 	}
 	defer r.Close()

@@ -38,6 +38,10 @@ func (f Format) String() string {
 
 // Of returns the format of a file name by its extension.
 func Of(path string) (Format, error) {
+	if i := strings.Index(path, "://"); i > 0 {
+		// A URL: the extension of its key, not of its query.
+		path, _, _ = strings.Cut(path, "?")
+	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".parquet", ".pq":
 		return Parquet, nil

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 var (
@@ -128,6 +130,11 @@ func (c *Config) defaults() error {
 	if c.FeatureColumn == "" {
 		c.FeatureColumn = "features"
 	}
+	for _, out := range []string{c.Output, c.SetAside} {
+		if storage.IsURL(out) {
+			return fmt.Errorf("job: %s: outputs on object storage are not written yet (inputs may be URLs): write to a local path", out)
+		}
+	}
 	if c.BatchSize <= 0 {
 		return fmt.Errorf("%w: got %d", predict.ErrBatchSize, c.BatchSize)
 	}
@@ -177,6 +184,9 @@ func checkNotInput(output string, l layout, inputs []string) error {
 	dir, _ := filepath.Abs(l.dir)
 	outStat, outErr := os.Stat(output)
 	for _, in := range inputs {
+		if storage.IsURL(in) {
+			continue // outputs are local
+		}
 		abs, _ := filepath.Abs(in)
 		same := abs == out
 		if st, err := os.Stat(in); err == nil && outErr == nil {
@@ -277,6 +287,7 @@ func (c *Config) fingerprint(files []string) (string, error) {
 		Path    string
 		Size    int64
 		ModTime time.Time
+		ETag    string `json:",omitempty"` // an object's
 	}
 	desc := struct {
 		Inputs                 []input
@@ -288,13 +299,23 @@ func (c *Config) fingerprint(files []string) (string, error) {
 		SetAside               bool
 	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
+	objects := storage.NewOpener()
+	defer objects.Close()
 	for _, f := range files {
+		if storage.IsURL(f) {
+			st, err := objects.Stat(context.Background(), f)
+			if err != nil {
+				return "", fmt.Errorf("job: %w", err)
+			}
+			desc.Inputs = append(desc.Inputs, input{Path: f, Size: st.Size, ETag: st.ETag})
+			continue
+		}
 		st, err := os.Stat(f)
 		if err != nil {
 			return "", fmt.Errorf("job: %w", err)
 		}
 		abs, _ := filepath.Abs(f)
-		desc.Inputs = append(desc.Inputs, input{abs, st.Size(), st.ModTime().UTC()})
+		desc.Inputs = append(desc.Inputs, input{Path: abs, Size: st.Size(), ModTime: st.ModTime().UTC()})
 	}
 	b, err := json.Marshal(desc)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // inspection is what inspect reports of a file (and its --json form).
@@ -90,8 +92,15 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		in.Fields = append(in.Fields, fi)
 	}
 	if kind == format.Parquet {
-		pf, err := file.OpenParquetFile(path, false)
+		objects := storage.NewOpener()
+		defer objects.Close()
+		f, err := objects.Open(context.Background(), path)
 		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
+		}
+		pf, err := file.NewParquetReader(f)
+		if err != nil {
+			f.Close()
 			return fmt.Errorf("inspect: %s: %w", path, err)
 		}
 		defer pf.Close()

@@ -1,12 +1,12 @@
 package fileset
 
 import (
+	"context"
 	encsv "encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // ErrCSVValue reports a CSV value that does not parse as its column's type.
@@ -29,7 +30,7 @@ var ErrCSVValue = errors.New("CSV value does not parse")
 // not from the first chunk only.
 
 type csvReader struct {
-	f      *os.File
+	f      storage.File
 	rr     *csv.Reader
 	header []string
 	out    *arrow.Schema // the types, projected
@@ -41,7 +42,7 @@ type csvReader struct {
 }
 
 func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := os.Open(path)
+	f, err := c.opener.Open(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

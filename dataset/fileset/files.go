@@ -1,13 +1,11 @@
 package fileset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 var (
@@ -28,21 +27,22 @@ var (
 )
 
 // Expand returns the files the patterns name, in a stable (sorted) order,
-// each once. A pattern without glob characters must name an existing file;
-// a glob must match at least one.
+// each once: local paths and globs, or URLs of objects (s3://, gs://,
+// azblob://, with globs in their keys; see package storage). A pattern
+// without glob characters must name an existing file; a glob must match
+// at least one.
 func Expand(patterns []string) ([]string, error) {
+	o := storage.NewOpener()
+	defer o.Close()
+	return expand(context.Background(), o, patterns)
+}
+
+func expand(ctx context.Context, o *storage.Opener, patterns []string) ([]string, error) {
 	var out []string
 	for _, p := range patterns {
-		if !strings.ContainsAny(p, "*?[") {
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("fileset: input %w", err)
-			}
-			out = append(out, p)
-			continue
-		}
-		m, err := filepath.Glob(p)
+		m, err := o.Glob(ctx, p)
 		if err != nil {
-			return nil, fmt.Errorf("fileset: pattern %q: %w", p, err)
+			return nil, fmt.Errorf("fileset: %w", err)
 		}
 		if len(m) == 0 {
 			return nil, fmt.Errorf("%w: %q matches nothing", ErrNoFiles, p)
@@ -73,7 +73,7 @@ func Open(patterns []string, opts ...Option) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths, err := Expand(patterns)
+	paths, err := expand(context.Background(), c.opener, patterns)
 	if err != nil {
 		return nil, err
 	}
@@ -286,11 +286,11 @@ func (c *filesConfig) open(path string) (fileReader, error) {
 func (c *filesConfig) fileMemory(path string) (memory.Allocator, error) {
 	limit := c.maxMemory
 	if limit <= 0 {
-		st, err := os.Stat(path)
+		st, err := c.opener.Stat(context.Background(), path)
 		if err != nil {
 			return nil, err
 		}
-		limit = defaultMemoryCeiling + 16*st.Size()
+		limit = defaultMemoryCeiling + 16*st.Size
 	}
 	return &ceiling{mem: c.mem, limit: limit}, nil
 }

@@ -1,10 +1,10 @@
 package fileset
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"iter"
-	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -12,10 +12,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 type ipcReader struct {
-	f      *os.File
+	f      storage.File
 	file   *ipc.FileReader // IPC file format, random access by batch
 	stream *ipc.Reader     // IPC stream format
 	full   *arrow.Schema
@@ -24,28 +25,24 @@ type ipcReader struct {
 }
 
 func (c *filesConfig) openIPC(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := os.Open(path)
+	f, err := c.opener.Open(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := checkIPCMetadata(f, st.Size(), c.format == format.IPCFile); err != nil {
+	size := f.Size()
+	if err := checkIPCMetadata(f, size, c.format == format.IPCFile); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	// No message of a file is longer than the file.
 	r := &ipcReader{f: f, c: c}
 	if c.format == format.IPCFile {
-		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(st.Size()), ipc.WithBodySizeLimit(st.Size()))
+		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(size), ipc.WithBodySizeLimit(size))
 		if err == nil {
 			r.full = r.file.Schema()
 		}
 	} else {
-		r.stream, err = boundedIPCReader(f, st.Size(), mem)
+		r.stream, err = boundedIPCReader(f, size, mem)
 		if err == nil {
 			r.full = r.stream.Schema()
 		}

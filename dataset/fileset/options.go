@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/format"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 type filesConfig struct {
@@ -22,6 +23,7 @@ type filesConfig struct {
 	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
 	origins      *Origins
 	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
+	opener       *storage.Opener
 }
 
 // Option configures [Read] and [Open].
@@ -82,7 +84,7 @@ func WithAllocator(mem memory.Allocator) Option { return func(c *filesConfig) { 
 func WithMaxMemory(bytes int64) Option { return func(c *filesConfig) { c.maxMemory = bytes } }
 
 func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
+	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 type parquetReader struct {
@@ -32,14 +33,22 @@ type parquetReader struct {
 }
 
 func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader, error) {
-	props := parquet.NewReaderProperties(mem)
-	// Pages are read from the file as they are decoded, through a buffer,
-	// not a whole column chunk at once into a fresh (zeroed) slice: a
-	// fifth of a float tensor read's time went to clearing that memory.
-	props.BufferedStreamEnabled = true
-	props.BufferSize = 1 << 20
-	pf, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
+	f, err := c.opener.Open(context.Background(), path)
 	if err != nil {
+		return nil, err
+	}
+	props := parquet.NewReaderProperties(mem)
+	if !storage.IsURL(path) {
+		// Pages are read from a local file as they are decoded, through a
+		// buffer, not a whole column chunk at once into a fresh (zeroed)
+		// slice: a fifth of a float tensor read's time went to clearing
+		// that memory. An object is read a column chunk a request.
+		props.BufferedStreamEnabled = true
+		props.BufferSize = 1 << 20
+	}
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := checkStoredSchema(pf); err != nil {

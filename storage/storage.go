@@ -1,0 +1,342 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	_ "gocloud.dev/blob/gcsblob"   // gs://
+	_ "gocloud.dev/blob/s3blob"    // s3://
+	"gocloud.dev/gcerrors"
+)
+
+// ErrNotFound reports an object or file that does not exist.
+var ErrNotFound = errors.New("no such file or object")
+
+// IsURL reports whether name is a URL with a scheme (s3://bucket/key)
+// rather than a local path.
+func IsURL(name string) bool {
+	scheme, rest, ok := strings.Cut(name, "://")
+	return ok && rest != "" && scheme != "" && !strings.ContainsAny(scheme, `/\.`)
+}
+
+// Opener opens local files and objects by URL for reading. It keeps each
+// bucket it opened until Close; it is safe for concurrent use.
+type Opener struct {
+	mu      sync.Mutex
+	buckets map[string]*blob.Bucket // by bucket URL
+}
+
+// NewOpener returns an Opener.
+func NewOpener() *Opener { return &Opener{buckets: map[string]*blob.Bucket{}} }
+
+// Close closes the buckets opened.
+func (o *Opener) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var errs []error
+	for u, b := range o.buckets {
+		errs = append(errs, b.Close())
+		delete(o.buckets, u)
+	}
+	return errors.Join(errs...)
+}
+
+// object is a URL split into its bucket (with the URL's query, which
+// carries settings such as an S3 endpoint) and key.
+type object struct {
+	scheme, bucket, key, query string
+}
+
+func parse(name string) (object, error) {
+	u, err := url.Parse(name)
+	if err != nil {
+		return object{}, fmt.Errorf("storage: %w", err)
+	}
+	if u.Host == "" {
+		return object{}, fmt.Errorf("storage: %s: no bucket in the URL", redact(name))
+	}
+	return object{scheme: u.Scheme, bucket: u.Host, key: strings.TrimPrefix(u.Path, "/"), query: u.RawQuery}, nil
+}
+
+func (ob object) bucketURL() string {
+	u := ob.scheme + "://" + ob.bucket
+	if ob.query != "" {
+		u += "?" + ob.query
+	}
+	return u
+}
+
+// name is the URL of key in ob's bucket.
+func (ob object) name(key string) string {
+	u := ob.scheme + "://" + ob.bucket + "/" + key
+	if ob.query != "" {
+		u += "?" + ob.query
+	}
+	return u
+}
+
+func (o *Opener) bucket(ctx context.Context, ob object) (*blob.Bucket, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if b := o.buckets[ob.bucketURL()]; b != nil {
+		return b, nil
+	}
+	b, err := blob.OpenBucket(ctx, ob.bucketURL())
+	if err != nil {
+		return nil, fmt.Errorf("storage: open bucket %s: %w", redact(ob.bucketURL()), err)
+	}
+	o.buckets[ob.bucketURL()] = b
+	return b, nil
+}
+
+// Info describes a file or object.
+type Info struct {
+	Size int64
+	// ETag identifies the object's content (empty for a local file).
+	ETag string
+}
+
+// Stat returns what name is.
+func (o *Opener) Stat(ctx context.Context, name string) (Info, error) {
+	if !IsURL(name) {
+		st, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return Info{}, fmt.Errorf("%w: %s", ErrNotFound, name)
+		}
+		if err != nil {
+			return Info{}, err
+		}
+		return Info{Size: st.Size()}, nil
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return Info{}, err
+	}
+	attrs, err := b.Attributes(ctx, ob.key)
+	if err != nil {
+		return Info{}, objectError(name, err)
+	}
+	return Info{Size: attrs.Size, ETag: attrs.ETag}, nil
+}
+
+func (o *Opener) open(ctx context.Context, name string) (object, *blob.Bucket, error) {
+	ob, err := parse(name)
+	if err != nil {
+		return object{}, nil, err
+	}
+	b, err := o.bucket(ctx, ob)
+	return ob, b, err
+}
+
+// objectError names the object (its URL without secrets) in err, and
+// makes a missing object ErrNotFound.
+func objectError(name string, err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
+	}
+	return fmt.Errorf("storage: %s: %w", redact(name), err)
+}
+
+// redact drops a URL's query values that may hold secrets, keeping their
+// names.
+func redact(name string) string {
+	u, err := url.Parse(name)
+	if err != nil || u.RawQuery == "" {
+		return name
+	}
+	q := u.Query()
+	for k := range q {
+		switch strings.ToLower(k) {
+		case "endpoint", "region", "use_path_style", "s3forcepathstyle", "awssdk", "disable_https", "domain", "protocol", "localemu":
+		default:
+			q.Set(k, "…")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// File is an open file or object: read it in sequence, or at offsets
+// (an object by range requests).
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Size() int64
+}
+
+// Open opens name for reading.
+func (o *Opener) Open(ctx context.Context, name string) (File, error) {
+	if !IsURL(name) {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return localFile{f, st.Size()}, nil
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := b.Attributes(ctx, ob.key)
+	if err != nil {
+		return nil, objectError(name, err)
+	}
+	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: attrs.Size}, nil
+}
+
+type localFile struct {
+	*os.File
+	size int64
+}
+
+func (f localFile) Size() int64 { return f.size }
+
+// objectFile reads an object by range requests: ReadAt asks for the bytes
+// it is given room for; Read streams from the offset on.
+type objectFile struct {
+	ctx       context.Context
+	b         *blob.Bucket
+	name, key string
+	size, off int64
+	stream    *blob.Reader // open from off, for Read
+}
+
+func (f *objectFile) Size() int64 { return f.size }
+
+func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("storage: %s: negative offset %d", redact(f.name), off)
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), f.size-off)
+	r, err := f.b.NewRangeReader(f.ctx, f.key, off, n, nil)
+	if err != nil {
+		return 0, objectError(f.name, err)
+	}
+	defer r.Close()
+	got, err := io.ReadFull(r, p[:n])
+	if err != nil {
+		return got, objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+	}
+	if n < int64(len(p)) {
+		return got, io.EOF
+	}
+	return got, nil
+}
+
+func (f *objectFile) Read(p []byte) (int, error) {
+	if f.off >= f.size {
+		return 0, io.EOF
+	}
+	if f.stream == nil {
+		r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, nil)
+		if err != nil {
+			return 0, objectError(f.name, err)
+		}
+		f.stream = r
+	}
+	n, err := f.stream.Read(p)
+	f.off += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = objectError(f.name, err)
+	}
+	return n, err
+}
+
+func (f *objectFile) Seek(offset int64, whence int) (int64, error) {
+	to := offset
+	switch whence {
+	case io.SeekCurrent:
+		to += f.off
+	case io.SeekEnd:
+		to += f.size
+	}
+	if to < 0 {
+		return f.off, fmt.Errorf("storage: %s: seek to %d", redact(f.name), to)
+	}
+	if to != f.off && f.stream != nil {
+		f.stream.Close()
+		f.stream = nil
+	}
+	f.off = to
+	return to, nil
+}
+
+func (f *objectFile) Close() error {
+	if f.stream != nil {
+		err := f.stream.Close()
+		f.stream = nil
+		return err
+	}
+	return nil
+}
+
+// Glob returns the files or objects a pattern names, sorted: a local
+// glob (filepath.Glob), or a URL whose key holds glob characters, matched
+// (path.Match, so * stays within a folder) against a listing of the keys
+// under the pattern's literal prefix. A name without glob characters is
+// returned if it exists.
+func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
+	if !IsURL(pattern) {
+		if !strings.ContainsAny(pattern, "*?[") {
+			if _, err := o.Stat(ctx, pattern); err != nil {
+				return nil, err
+			}
+			return []string{pattern}, nil
+		}
+		return filepath.Glob(pattern)
+	}
+	ob, b, err := o.open(ctx, pattern)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.ContainsAny(ob.key, "*?[") {
+		if _, err := o.Stat(ctx, pattern); err != nil {
+			return nil, err
+		}
+		return []string{pattern}, nil
+	}
+	if _, err := path.Match(ob.key, ""); err != nil {
+		return nil, fmt.Errorf("storage: pattern %q: %w", redact(pattern), err)
+	}
+	prefix := ob.key[:strings.IndexAny(ob.key, "*?[")]
+	var out []string
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, objectError(pattern, err)
+		}
+		if ok, _ := path.Match(ob.key, obj.Key); ok && !obj.IsDir {
+			out = append(out, ob.name(obj.Key))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
