@@ -10,8 +10,10 @@
 // under their literal prefix), stats and opens them. An object is read by
 // range requests (ReadAt asks for exactly the bytes wanted: a Parquet
 // reader fetches its footer, then a column chunk a request) or streamed
-// (Read). Errors name the URL with query values that may hold secrets
-// left out.
+// (Read). A request the server refuses (500, 503 SlowDown) is retried by
+// the SDK's retryer; a response cut mid-body is asked for again from
+// where it stopped, a bounded number of times. Errors name the URL with
+// query values that may hold secrets left out.
 //
 // Writing outputs to object storage (parts as objects, conditional writes
 // for locks) is not here yet; callers refuse output URLs.

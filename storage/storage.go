@@ -224,6 +224,11 @@ type objectFile struct {
 
 func (f *objectFile) Size() int64 { return f.size }
 
+// readAttempts bounds the requests one read makes when a response is cut
+// mid-body: each asks for the rest of the range. (The SDK retries a
+// request the server refuses, such as a 503, on its own.)
+const readAttempts = 4
+
 func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("storage: %s: negative offset %d", redact(f.name), off)
@@ -232,38 +237,63 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), f.size-off)
-	r, err := f.b.NewRangeReader(f.ctx, f.key, off, n, nil)
-	if err != nil {
-		return 0, objectError(f.name, err)
-	}
-	defer r.Close()
-	got, err := io.ReadFull(r, p[:n])
-	if err != nil {
-		return got, objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+	got := int64(0)
+	for attempt := 1; got < n; attempt++ {
+		k, err := f.readRange(p[got:n], off+got)
+		got += int64(k)
+		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || gcerrors.Code(err) == gcerrors.NotFound) {
+			return int(got), objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+		}
 	}
 	if n < int64(len(p)) {
-		return got, io.EOF
+		return int(got), io.EOF
 	}
-	return got, nil
+	return int(got), nil
+}
+
+// readRange reads len(p) bytes from off in one request.
+func (f *objectFile) readRange(p []byte, off int64) (int, error) {
+	r, err := f.b.NewRangeReader(f.ctx, f.key, off, int64(len(p)), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return io.ReadFull(r, p)
 }
 
 func (f *objectFile) Read(p []byte) (int, error) {
 	if f.off >= f.size {
 		return 0, io.EOF
 	}
-	if f.stream == nil {
-		r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, nil)
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		if f.stream == nil {
+			r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, nil)
+			if err != nil {
+				return 0, objectError(f.name, err)
+			}
+			f.stream = r
+		}
+		n, err := f.stream.Read(p)
+		f.off += int64(n)
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, io.EOF) && f.off >= f.size:
+			return n, io.EOF
+		case n > 0:
+			// Cut, or ended early, after some bytes: the next Read asks
+			// for the rest.
+			f.stream.Close()
+			f.stream = nil
+			return n, nil
+		}
+		// Cut before a byte came: ask again for the rest, a bounded number of times.
+		f.stream.Close()
+		f.stream = nil
+		if attempt == readAttempts || f.ctx.Err() != nil {
 			return 0, objectError(f.name, err)
 		}
-		f.stream = r
 	}
-	n, err := f.stream.Read(p)
-	f.off += int64(n)
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = objectError(f.name, err)
-	}
-	return n, err
 }
 
 func (f *objectFile) Seek(offset int64, whence int) (int64, error) {
