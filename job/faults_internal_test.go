@@ -22,13 +22,10 @@ import (
 
 var errInjected = errors.New("injected failure")
 
-// A job failed at each phase (reading, predicting, writing a part, saving
-// the manifest, merging) keeps what it committed; resumed, it gives the
-// bytes of a job never interrupted, for a file and a folder output.
-func TestFailAtEveryPhaseThenResume(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
+// faultInput writes 1,000 rows of 8 features to dir/in.parquet and returns
+// its path and a model for them.
+func faultInput(t *testing.T, mem memory.Allocator, dir string) (string, *cpu.MLP) {
+	t.Helper()
 	input := filepath.Join(dir, "in.parquet")
 	w, err := sink.Create(input, dataset.TensorSchema(8), sink.WithAllocator(mem))
 	if err != nil {
@@ -44,6 +41,17 @@ func TestFailAtEveryPhaseThenResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return input, m
+}
+
+// A job failed at each phase (reading, predicting, writing a part, saving
+// the manifest, merging) keeps what it committed; resumed, it gives the
+// bytes of a job never interrupted, for a file and a folder output.
+func TestFailAtEveryPhaseThenResume(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	input, m := faultInput(t, mem, dir)
 	config := func(out string) Config {
 		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
 			Keep: []string{"id"}, BatchSize: 32, PartRows: 128, ReadRows: 100, Allocator: mem}
@@ -123,21 +131,7 @@ func TestWriteFileWholeOrNothing(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	input := filepath.Join(dir, "in.parquet")
-	w, err := sink.Create(input, dataset.TensorSchema(8), sink.WithAllocator(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, 1000, 8, 100, 1).Records()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := cpu.NewMLP([]int{8, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	input, m := faultInput(t, mem, dir)
 	config := func(out string) Config {
 		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
 			Keep: []string{"id"}, BatchSize: 32, ReadRows: 77, Allocator: mem}
