@@ -235,6 +235,19 @@ func TestCLIEdges(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "drainpipe ") || !strings.Contains(stdout, "go: go1.") || !strings.Contains(stdout, "arrow: github.com/apache/arrow-go/v18") {
 		t.Fatalf("version: %v\n%s", err, stdout)
 	}
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil && !strings.Contains(stdout, "revision: "+strings.TrimSpace(string(head))) {
+		t.Fatalf("version, built in a git checkout, names no revision:\n%s", stdout)
+	}
+	if again, _, err := drainpipe("--version"); err != nil || again != stdout {
+		t.Fatalf("--version: %v\n%s", err, again)
+	}
+	// A command line that does not parse exits 2, as flag programs do.
+	for _, args := range [][]string{{"nosuch"}, {"predict", "--nosuchflag"}, {}} {
+		_, _, err := drainpipe(args...)
+		if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("%v: %v, want exit status 2", args, err)
+		}
+	}
 
 	dir := fixture(t, 3000, 8, 4)
 	folder := filepath.Join(dir, "folder") + "/"

@@ -34,7 +34,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err

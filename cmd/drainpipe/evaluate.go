@@ -52,7 +52,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	switch {
 	case *modelPath == "":

@@ -42,7 +42,7 @@ in a build with -tags onnx.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	switch {
 	case len(inputs) == 0:

@@ -65,7 +65,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

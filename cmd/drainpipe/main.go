@@ -47,19 +47,23 @@ func main() {
 		return
 	}
 	if err != nil {
+		code := 1
+		if errors.Is(err, errUsage) {
+			code = 2 // as flag, getopt and cobra programs exit on a usage error
+		}
 		msg := oneLine(err)
 		if errors.Is(err, fileset.ErrMemoryCeiling) {
 			msg += " (raise it with --max-memory)"
 		}
 		fmt.Fprintln(os.Stderr, "drainpipe:", msg)
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+		return fmt.Errorf("%w: no command given", errUsage)
 	}
 	switch args[0] {
 	case "predict":
@@ -70,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return inspectCmd(args[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(ctx, args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version", "-v":
 		return versionCmd(stdout)
 	case "eval":
 		return evalCmd(ctx, args[1:], stdout, stderr)
@@ -81,7 +85,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+}
+
+// errUsage marks a command line that does not parse: the CLI exits 2.
+var errUsage = errors.New("usage")
+
+// usageError marks a flag parsing error as a usage error; -h and --help
+// stay flag.ErrHelp.
+func usageError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUsage, err)
 }
 
 // oneLine folds a multi-line error (Arrow schemas print on many lines)

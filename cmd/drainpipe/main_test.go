@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "drainpipe")
-	if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", binary, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-tags", buildTags, "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building drainpipe: %v\n%s", err, out)
 		os.Exit(1)
 	}

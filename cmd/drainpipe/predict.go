@@ -52,7 +52,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("predict: unexpected argument %q", fs.Arg(0))

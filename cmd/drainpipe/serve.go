@@ -70,7 +70,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprint(stderr, serveExample)
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err)
 	}
 	if len(models) == 0 {
 		fs.Usage()

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// versionCmd prints the module's version, the Go version, the Arrow module
-// it was built with and the build tags (openblas, onnx).
+// versionCmd prints the module's version, the source revision, the Go
+// version, the Arrow module it was built with and the build tags
+// (openblas, onnx).
 func versionCmd(w io.Writer) error {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -25,6 +26,33 @@ func versionCmd(w io.Writer) error {
 			tags = s.Value
 		}
 	}
-	fmt.Fprintf(w, "drainpipe %s\ngo: %s\narrow: %s\ntags: %s\n", bi.Main.Version, bi.GoVersion, arrow, tags)
+	fmt.Fprintf(w, "drainpipe %s\n", bi.Main.Version)
+	if rev := vcs(bi); rev != "" {
+		fmt.Fprintf(w, "revision: %s\n", rev)
+	}
+	fmt.Fprintf(w, "go: %s\narrow: %s\ntags: %s\n", bi.GoVersion, arrow, tags)
 	return nil
+}
+
+// vcs describes the source revision the binary was built from (go build
+// in a git checkout records it): the commit, its time, and "dirty" if the
+// tree had changes.
+func vcs(bi *debug.BuildInfo) string {
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s%s)", rev, at, dirty)
 }
