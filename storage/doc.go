@@ -12,7 +12,10 @@
 // reader fetches its footer, then a column chunk a request) or streamed
 // (Read). A request the server refuses (500, 503 SlowDown) is retried by
 // the SDK's retryer; a response cut mid-body is asked for again from
-// where it stopped, a bounded number of times. Errors name the URL with
+// where it stopped, a bounded number of times. Every request of a read
+// asks for the version the read opened (If-Match its ETag on S3), so an
+// object replaced under a read is [ErrChanged], never a mix of two
+// versions. Errors name the URL with
 // query values that may hold secrets left out.
 //
 // Writing outputs to object storage (parts as objects, conditional writes

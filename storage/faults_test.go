@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"gocloud.dev/blob"
 
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/storage"
@@ -134,5 +137,40 @@ func TestReadSurvivesFaults(t *testing.T) {
 	_, err = f.ReadAt(make([]byte, 1<<20), 0)
 	if err == nil || !strings.Contains(err.Error(), "s3://faults/blob.bin") {
 		t.Fatalf("a server that always cuts: %v", err)
+	}
+}
+
+// An object replaced while it is read is an error naming it, never a mix
+// of its two versions: every request of a read asks for the version the
+// read opened (If-Match its ETag).
+func TestReadPinsTheVersion(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "pinned")
+	url := srv.URL("pinned", "obj.bin")
+	bucket, err := blob.OpenBucket(t.Context(), "s3://pinned?endpoint="+srv.Endpoint+"&use_path_style=true&region=us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	first, second := bytes.Repeat([]byte("a"), 1<<16), bytes.Repeat([]byte("b"), 1<<16)
+	if err := bucket.WriteAll(t.Context(), "obj.bin", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := storage.NewOpener()
+	defer o.Close()
+	f, err := o.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, 100)
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, first[:100]) {
+		t.Fatalf("before the change: %v", err)
+	}
+	if err := bucket.WriteAll(t.Context(), "obj.bin", second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "s3://pinned/obj.bin") {
+		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
@@ -142,8 +144,11 @@ func (o *Opener) open(ctx context.Context, name string) (object, *blob.Bucket, e
 // objectError names the object (its URL without secrets) in err, and
 // makes a missing object ErrNotFound.
 func objectError(name string, err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
 		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
+	case gcerrors.FailedPrecondition:
+		return fmt.Errorf("storage: %s: %w", redact(name), ErrChanged)
 	}
 	return fmt.Errorf("storage: %s: %w", redact(name), err)
 }
@@ -202,7 +207,27 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if err != nil {
 		return nil, objectError(name, err)
 	}
-	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: attrs.Size}, nil
+	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: attrs.Size, opts: pinned(attrs.ETag)}, nil
+}
+
+// ErrChanged reports an object that changed while it was being read.
+var ErrChanged = errors.New("the object changed while it was read")
+
+// pinned returns the read options that make every request of a read ask
+// for the object as it was when opened (If-Match its ETag, on S3), so that
+// a file replaced under a running read is an error, never a mix of two
+// versions.
+func pinned(etag string) *blob.ReaderOptions {
+	if etag == "" {
+		return nil
+	}
+	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var in *s3.GetObjectInput
+		if as(&in) {
+			in.IfMatch = aws.String(etag)
+		}
+		return nil
+	}}
 }
 
 type localFile struct {
@@ -219,7 +244,8 @@ type objectFile struct {
 	b         *blob.Bucket
 	name, key string
 	size, off int64
-	stream    *blob.Reader // open from off, for Read
+	opts      *blob.ReaderOptions // pins the object's version
+	stream    *blob.Reader        // open from off, for Read
 }
 
 func (f *objectFile) Size() int64 { return f.size }
@@ -241,7 +267,7 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 	for attempt := 1; got < n; attempt++ {
 		k, err := f.readRange(p[got:n], off+got)
 		got += int64(k)
-		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || gcerrors.Code(err) == gcerrors.NotFound) {
+		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || gcerrors.Code(err) != gcerrors.Unknown) {
 			return int(got), objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
 		}
 	}
@@ -253,7 +279,7 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 
 // readRange reads len(p) bytes from off in one request.
 func (f *objectFile) readRange(p []byte, off int64) (int, error) {
-	r, err := f.b.NewRangeReader(f.ctx, f.key, off, int64(len(p)), nil)
+	r, err := f.b.NewRangeReader(f.ctx, f.key, off, int64(len(p)), f.opts)
 	if err != nil {
 		return 0, err
 	}
@@ -267,7 +293,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		if f.stream == nil {
-			r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, nil)
+			r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, f.opts)
 			if err != nil {
 				return 0, objectError(f.name, err)
 			}
