@@ -59,8 +59,10 @@ func TestFolderOutput(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("folder holds %v, want %v", names, want)
 	}
-	if got := outputIDs(t, filepath.Join(out, "*.parquet")); !slices.Equal(got, seqIDs(1003)) {
-		t.Fatalf("the folder read as a dataset: %d rows, want 0..1002 once each", len(got))
+	for _, in := range []string{filepath.Join(out, "*.parquet"), out} {
+		if got := outputIDs(t, in); !slices.Equal(got, seqIDs(1003)) {
+			t.Fatalf("the folder read as a dataset (%s): %d rows, want 0..1002 once each", in, len(got))
+		}
 	}
 	if !strings.Contains(string(files["_SUCCESS"]), `"rows": 1003`) {
 		t.Fatalf("_SUCCESS: %s", files["_SUCCESS"])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -15,11 +16,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/bmatcuk/doublestar/v4"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
 	_ "gocloud.dev/blob/s3blob"    // s3://
 	"gocloud.dev/gcerrors"
+
+	"github.com/drainpipe/drainpipe/format"
 )
 
 // ErrNotFound reports an object or file that does not exist.
@@ -350,36 +354,39 @@ func (f *objectFile) Close() error {
 	return nil
 }
 
-// Glob returns the files or objects a pattern names, sorted: a local
-// glob (filepath.Glob), or a URL whose key holds glob characters, matched
-// (path.Match, so * stays within a folder) against a listing of the keys
-// under the pattern's literal prefix. A name without glob characters is
-// returned if it exists.
+// Glob returns the files or objects a pattern names, sorted:
+//   - a local glob, or a URL whose key holds glob characters, matched
+//     against a listing of the keys under the pattern's literal prefix;
+//   - and ? stay within a folder, ** spans folders (doublestar syntax);
+//   - a folder (a local directory, or a URL whose key ends in /): the data
+//     files below it (names a format is known for), passing over names
+//     that start with _ or . (markers, temporary files); a folder holding
+//     _manifest.json but no _SUCCESS, an output still being written, is
+//     refused;
+//   - any other name, if it exists.
 func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if !IsURL(pattern) {
-		if !strings.ContainsAny(pattern, "*?[") {
-			if _, err := o.Stat(ctx, pattern); err != nil {
-				return nil, err
-			}
-			return []string{pattern}, nil
-		}
-		return filepath.Glob(pattern)
+		return globLocal(pattern)
 	}
 	ob, b, err := o.open(ctx, pattern)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.ContainsAny(ob.key, "*?[") {
+	folder := ob.key == "" || strings.HasSuffix(ob.key, "/")
+	if !folder && !strings.ContainsAny(ob.key, "*?[{") {
 		if _, err := o.Stat(ctx, pattern); err != nil {
 			return nil, err
 		}
 		return []string{pattern}, nil
 	}
-	if _, err := path.Match(ob.key, ""); err != nil {
-		return nil, fmt.Errorf("storage: pattern %q: %w", redact(pattern), err)
+	keyPattern, prefix := ob.key+"**", ob.key
+	if !folder {
+		if !doublestar.ValidatePattern(ob.key) {
+			return nil, fmt.Errorf("storage: pattern %q: %w", redact(pattern), doublestar.ErrBadPattern)
+		}
+		keyPattern, prefix = ob.key, ob.key[:strings.IndexAny(ob.key, "*?[{")]
 	}
-	prefix := ob.key[:strings.IndexAny(ob.key, "*?[")]
-	var out []string
+	var keys []string
 	it := b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
@@ -389,10 +396,88 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 		if err != nil {
 			return nil, objectError(pattern, err)
 		}
-		if ok, _ := path.Match(ob.key, obj.Key); ok && !obj.IsDir {
-			out = append(out, ob.name(obj.Key))
+		if !obj.IsDir {
+			keys = append(keys, obj.Key)
+		}
+	}
+	if folder {
+		if err := finished(keys, prefix, pattern); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, key := range keys {
+		if ok, _ := doublestar.Match(keyPattern, key); ok && (!folder || dataFile(key)) {
+			out = append(out, ob.name(key))
 		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+func globLocal(pattern string) ([]string, error) {
+	if strings.ContainsAny(pattern, "*?[{") {
+		if !doublestar.ValidatePattern(filepath.ToSlash(pattern)) {
+			return nil, fmt.Errorf("storage: pattern %q: %w", pattern, doublestar.ErrBadPattern)
+		}
+		return doublestar.FilepathGlob(pattern, doublestar.WithFilesOnly())
+	}
+	st, err := os.Stat(pattern)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, pattern)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{pattern}, nil
+	}
+	var names, files []string
+	err = filepath.WalkDir(pattern, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != pattern && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(pattern, path)
+			names = append(names, filepath.ToSlash(rel))
+			if dataFile(rel) {
+				files = append(files, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := finished(names, "", pattern); err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// dataFile reports whether a file or key names data a format is known for,
+// and is not a marker or temporary file (a name starting with _ or .).
+func dataFile(name string) bool {
+	base := path.Base(filepath.ToSlash(name))
+	if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
+		return false
+	}
+	_, err := format.Of(base)
+	return err == nil
+}
+
+// finished refuses a folder that holds an output still being written: a
+// _manifest.json at its top without a _SUCCESS.
+func finished(names []string, prefix, folder string) error {
+	if slices.Contains(names, prefix+"_manifest.json") && !slices.Contains(names, prefix+"_SUCCESS") {
+		return fmt.Errorf("storage: %s holds an output still being written (a _manifest.json, no _SUCCESS)", redact(folder))
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +38,50 @@ func TestLocal(t *testing.T) {
 	}
 	if got, err := o.Glob(context.Background(), filepath.Join(t.TempDir(), "*.csv")); err != nil || len(got) != 0 {
 		t.Fatalf("empty glob: %v, %v", got, err)
+	}
+}
+
+// ** spans folders; a folder names the data files below it, passing over
+// markers and temporary files; an output folder still being written is
+// refused.
+func TestGlobFoldersAndDoubleStar(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.parquet", "sub/b.parquet", "sub/deep/c.csv", "sub/notes.txt", "_manifest.json",
+		"_SUCCESS", ".tmp-x.parquet", "sub/_part.parquet"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := NewOpener()
+	defer o.Close()
+	rel := func(paths []string) string {
+		var out []string
+		for _, p := range paths {
+			r, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(r))
+		}
+		return strings.Join(out, " ")
+	}
+	// A glob names what it matches (as filepath.Glob, * matches a leading
+	// dot); a folder passes over markers and temporary files.
+	for pattern, want := range map[string]string{
+		filepath.Join(dir, "**", "*.parquet"): ".tmp-x.parquet a.parquet sub/_part.parquet sub/b.parquet",
+		filepath.Join(dir, "*.parquet"):       ".tmp-x.parquet a.parquet",
+		dir:                                   "a.parquet sub/b.parquet sub/deep/c.csv",
+	} {
+		got, err := o.Glob(context.Background(), pattern)
+		if err != nil || rel(got) != want {
+			t.Errorf("Glob(%s) = %q, %v; want %q", pattern, rel(got), err, want)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "_SUCCESS")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Glob(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "still being written") {
+		t.Fatalf("an unfinished output folder: %v", err)
 	}
 }

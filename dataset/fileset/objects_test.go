@@ -59,6 +59,13 @@ func TestReadFromS3(t *testing.T) {
 	if err != nil || len(got) != 4 || !strings.Contains(got[0], "s3://inputs/corpus/arrowrs-fixed-nulls.parquet?") {
 		t.Fatalf("expand: %v, %v", got, err)
 	}
+	// ** spans folders; a folder (a key ending in /) names its data files.
+	if got, err := fileset.Expand([]string{srv.URL("inputs", "**/*.arrow*")}); err != nil || len(got) != 2 {
+		t.Fatalf("expand **: %v, %v", got, err)
+	}
+	if got, err := fileset.Expand([]string{srv.URL("inputs", "corpus/")}); err != nil || len(got) != len(names) {
+		t.Fatalf("expand a folder: %v, %v", got, err)
+	}
 	rows, err := fileset.Rows([]string{srv.URL("inputs", "corpus/duckdb-*.parquet")})
 	if err != nil || rows != 10000 {
 		t.Fatalf("declared rows %d, %v", rows, err)
