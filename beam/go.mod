@@ -116,6 +116,3 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// Built from this repository; users of a release drop the replace.
-replace github.com/drainpipe/drainpipe => ../
