@@ -2,7 +2,6 @@ package job
 
 import (
 	"path/filepath"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,10 +31,8 @@ type partWriter struct {
 }
 
 func (w *partWriter) write(rec arrow.RecordBatch) error {
-	idx := rec.Schema().FieldIndices(rowColumn)[0]
 	if w.schema == nil {
-		fields := slices.Delete(slices.Clone(rec.Schema().Fields()), idx, idx+1)
-		w.schema = arrow.NewSchema(fields, nil)
+		w.schema = predictionSchema(rec.Schema())
 	}
 	for off := int64(0); off < rec.NumRows(); {
 		take := min(int64(w.chunk-w.pendingRows), rec.NumRows()-off)
@@ -64,20 +61,14 @@ func (w *partWriter) flush() error {
 	if len(pending) == 0 {
 		return nil
 	}
-	var rec arrow.RecordBatch
-	for joined, err := range dataset.FromRecords(pending[0].Schema(), pending...).Batches(w.mem, w.chunk) {
-		if err != nil {
-			return err
-		}
-		joined.Retain()
-		rec = joined
+	rec, err := dataset.Concat(w.mem, pending[0].Schema(), pending)
+	if err != nil {
+		return err
 	}
 	defer rec.Release()
-	idx := rec.Schema().FieldIndices(rowColumn)[0]
-	rows := rec.Column(idx).(*array.Int64)
+	rows := rec.Column(rec.Schema().FieldIndices(rowColumn)[0]).(*array.Int64)
 	w.lastRow = rows.Value(rows.Len() - 1)
-	cols := slices.Delete(slices.Clone(rec.Columns()), idx, idx+1)
-	out := array.NewRecordBatch(w.schema, cols, rec.NumRows())
+	out := predictions(rec, w.schema)
 	defer out.Release()
 	if w.cur == nil {
 		name := w.parts.partName(len(w.parts.m.Parts))

@@ -192,14 +192,12 @@ func (o *fileOutput) create(schema *arrow.Schema) error {
 }
 
 func (o *fileOutput) write(rec arrow.RecordBatch) error {
-	idx := rec.Schema().FieldIndices(rowColumn)[0]
 	if o.w == nil {
-		if err := o.create(arrow.NewSchema(slices.Delete(slices.Clone(rec.Schema().Fields()), idx, idx+1), nil)); err != nil {
+		if err := o.create(predictionSchema(rec.Schema())); err != nil {
 			return err
 		}
 	}
-	cols := slices.Delete(slices.Clone(rec.Columns()), idx, idx+1)
-	out := array.NewRecordBatch(o.schema, cols, rec.NumRows())
+	out := predictions(rec, o.schema)
 	defer out.Release()
 	return o.w.Write(out)
 }
@@ -225,3 +223,17 @@ func (o *fileOutput) abort() {
 }
 
 func (o *fileOutput) setAside() int64 { return 0 }
+
+// predictionSchema is the schema of what the write layer hands an output,
+// without rowColumn: what the output file holds.
+func predictionSchema(s *arrow.Schema) *arrow.Schema {
+	idx := s.FieldIndices(rowColumn)[0]
+	return arrow.NewSchema(slices.Delete(slices.Clone(s.Fields()), idx, idx+1), nil)
+}
+
+// predictions returns rec without rowColumn, as a record of schema (its
+// predictionSchema), sharing the columns; the caller releases it.
+func predictions(rec arrow.RecordBatch, schema *arrow.Schema) arrow.RecordBatch {
+	idx := rec.Schema().FieldIndices(rowColumn)[0]
+	return array.NewRecordBatch(schema, slices.Delete(slices.Clone(rec.Columns()), idx, idx+1), rec.NumRows())
+}
