@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -158,8 +157,9 @@ func appendValue(b array.Builder, arr arrow.Array, i int) error {
 	return b.AppendValueFromString(arr.ValueStr(i))
 }
 
-// writePart writes the given rows to a set-aside part in dir.
-func (a *aside) writePart(dir, name string, rows []asideRow) error {
+// writePart writes the given rows to a set-aside part of the parts folder
+// and returns its size.
+func (a *aside) writePart(l layout, name string, rows []asideRow) (size int64, err error) {
 	defer func() {
 		for _, r := range rows {
 			r.keys.Release()
@@ -167,18 +167,19 @@ func (a *aside) writePart(dir, name string, rows []asideRow) error {
 	}()
 	rec, err := a.record(rows)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rec.Release()
-	w, err := sink.Create(filepath.Join(dir, name), a.schema, sink.WithAllocator(a.mem), sink.WithOverwrite(true))
+	w, err := sink.Create(l.path(name), a.schema, sink.WithAllocator(a.mem), sink.WithOverwrite(true), sink.WithOpener(l.store))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := w.Write(rec); err != nil {
 		w.Abort()
-		return err
+		return 0, err
 	}
-	return w.Commit()
+	err = w.Commit()
+	return w.Size(), err // the size once the footer is written
 }
 
 // screen sets aside, before batching, the rows whose features cannot be

@@ -32,6 +32,9 @@ var (
 	// ErrChanged reports a resume whose inputs, model or settings differ
 	// from the interrupted run's.
 	ErrChanged = errors.New("job: inputs, model or settings changed since the interrupted run")
+	// ErrPartsDamaged reports, on resume, a committed part that is gone
+	// or changed since it was written.
+	ErrPartsDamaged = errors.New("job: the interrupted run's parts were changed")
 	// ErrNotOutput reports an output folder that holds files the job did
 	// not write; it is never written into or cleared.
 	ErrNotOutput = errors.New("job: not a drainpipe output folder")
@@ -72,6 +75,10 @@ type Config struct {
 
 	Overwrite bool
 	Resume    bool
+	// BreakLock takes over the lock a job that died left on an output on
+	// object storage (where no kernel frees it). A local output's lock
+	// goes with its process and needs no breaking.
+	BreakLock bool
 
 	// CSVSample is how many rows of a CSV input its column types are
 	// inferred from (fileset.WithCSVSample); 0 keeps the default.
@@ -103,6 +110,9 @@ type Config struct {
 	// badValue, in SetAside mode, takes CSV values that do not parse.
 	badValue func(path string, fileRow int64, column string, err error)
 
+	// store reads and writes the output, set for a run.
+	store *storage.Opener
+
 	// inject, set by tests, fails the job at the nth event of a phase
 	// ("read", "predict", "part", "manifest", "merge").
 	inject func(phase string, n int) error
@@ -129,11 +139,6 @@ type Summary struct {
 func (c *Config) defaults() error {
 	if c.FeatureColumn == "" {
 		c.FeatureColumn = "features"
-	}
-	for _, out := range []string{c.Output, c.SetAside} {
-		if storage.IsURL(out) {
-			return fmt.Errorf("job: %s: outputs on object storage are not written yet (inputs may be URLs): write to a local path", out)
-		}
 	}
 	if c.BatchSize <= 0 {
 		return fmt.Errorf("%w: got %d", predict.ErrBatchSize, c.BatchSize)
@@ -164,10 +169,13 @@ func (c *Config) defaults() error {
 }
 
 // IsFolder reports whether output names a folder output: it ends in a
-// path separator or is an existing folder.
+// path separator (a URL's key in /) or is an existing local folder.
 func IsFolder(output string) bool {
-	if strings.HasSuffix(output, "/") || strings.HasSuffix(output, string(filepath.Separator)) {
+	if storage.IsFolder(output) {
 		return true
+	}
+	if storage.IsURL(output) {
+		return false
 	}
 	st, err := os.Stat(output)
 	return err == nil && st.IsDir()
@@ -180,19 +188,16 @@ var ErrOutputIsInput = errors.New("job: the output would replace an input")
 // checkNotInput refuses an output that is an input file, or a parts
 // folder (or folder output) that holds one.
 func checkNotInput(output string, l layout, inputs []string) error {
-	out, _ := filepath.Abs(output)
-	dir, _ := filepath.Abs(l.dir)
+	out, dir := storage.Key(output), strings.TrimSuffix(storage.Key(l.dir), "/")
 	outStat, outErr := os.Stat(output)
 	for _, in := range inputs {
-		if storage.IsURL(in) {
-			continue // outputs are local
-		}
-		abs, _ := filepath.Abs(in)
-		same := abs == out
-		if st, err := os.Stat(in); err == nil && outErr == nil {
+		key := storage.Key(in)
+		same := key == out
+		if st, err := os.Stat(in); err == nil && outErr == nil && !storage.IsURL(in) {
 			same = same || os.SameFile(st, outStat)
 		}
-		if same || strings.HasPrefix(abs, dir+string(filepath.Separator)) {
+		inside := l.dir != "" && (strings.HasPrefix(key, dir+"/") || strings.HasPrefix(key, dir+string(filepath.Separator)))
+		if same || inside {
 			return fmt.Errorf("%w: %s is an input", ErrOutputIsInput, in)
 		}
 	}
@@ -207,19 +212,22 @@ var errFinished = errors.New("job: finished")
 func (c *Config) checkOutput(l layout, fingerprint string) error {
 	complete := c.Output
 	if l.folder {
-		complete = filepath.Join(l.dir, successName)
-		entries, err := os.ReadDir(l.dir)
-		if err == nil && len(entries) > 0 && !slices.ContainsFunc(entries, func(e os.DirEntry) bool {
-			return e.Name() == folderManifestName || e.Name() == successName
+		complete = l.path(successName)
+		entries, err := l.store.List(l.ctx, l.dir)
+		if err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
+		if len(entries) > 0 && !slices.ContainsFunc(entries, func(e storage.Entry) bool {
+			return e.Name == folderManifestName || e.Name == successName
 		}) {
 			return fmt.Errorf("%w: %s holds files of its own and no drainpipe manifest", ErrNotOutput, l.dir)
 		}
 	}
-	if _, err := os.Stat(complete); err != nil || c.Overwrite {
+	if _, err := l.store.Stat(l.ctx, complete); err != nil || c.Overwrite {
 		return nil
 	}
 	if c.Resume {
-		if data, err := os.ReadFile(l.manifest()); err == nil {
+		if data, err := l.store.ReadFile(l.ctx, l.manifest()); err == nil {
 			var m manifest
 			if json.Unmarshal(data, &m) == nil && m.Fingerprint == fingerprint {
 				return errFinished
@@ -325,8 +333,12 @@ func (c *Config) fingerprint(files []string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// removeStrayTemps removes the temporary output files a killed merge left.
+// removeStrayTemps removes the temporary output files a killed merge left
+// (an upload that did not complete leaves no object).
 func removeStrayTemps(output string) {
+	if storage.IsURL(output) {
+		return
+	}
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*"))
 	for _, m := range matches {
 		os.Remove(m)

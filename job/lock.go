@@ -12,13 +12,10 @@ import (
 	"syscall"
 )
 
-// ErrLocked reports an output that a running job holds.
-var ErrLocked = errors.New("job: output in use by a running job")
-
-// lock is a running job's exclusive hold on its output: an flock on a
-// hidden file beside the output. The kernel releases it when the process
-// dies, however it dies, so a killed job leaves no lock held.
-type lock struct {
+// fileLock is a running job's exclusive hold on a local output: an flock
+// on a hidden file beside the output. The kernel releases it when the
+// process dies, however it dies, so a killed job leaves no lock held.
+type fileLock struct {
 	f    *os.File
 	path string
 }
@@ -29,8 +26,8 @@ func lockPath(output string) string {
 	return filepath.Join(filepath.Dir(clean), "."+filepath.Base(clean)+".lock")
 }
 
-// lockOutput takes the output's lock, or reports the job holding it.
-func lockOutput(output string) (*lock, error) {
+// lockFile takes a local output's lock, or reports the job holding it.
+func lockFile(output string) (locker, error) {
 	path := lockPath(output)
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -56,12 +53,12 @@ func lockOutput(output string) (*lock, error) {
 		if err := f.Truncate(0); err == nil {
 			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		}
-		return &lock{f: f, path: path}, nil
+		return &fileLock{f: f, path: path}, nil
 	}
 }
 
 // release removes the lock file, then lets the lock go.
-func (l *lock) release() {
+func (l *fileLock) release() {
 	os.Remove(l.path)
 	l.f.Close()
 }

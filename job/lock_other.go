@@ -2,15 +2,10 @@
 
 package job
 
-import "errors"
+// lockFile takes no lock where flock is not available: one job per local
+// output is then up to the user.
+func lockFile(string) (locker, error) { return noLock{}, nil }
 
-// ErrLocked reports an output that a running job holds.
-var ErrLocked = errors.New("job: output in use by a running job")
+type noLock struct{}
 
-// lock is a no-op where flock is not available: one job per output is then
-// up to the user.
-type lock struct{}
-
-func lockOutput(string) (*lock, error) { return &lock{}, nil }
-
-func (*lock) release() {}
+func (noLock) release() {}

@@ -1,11 +1,11 @@
 package job
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,8 +14,8 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/format"
-	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // manifest lists the completed parts of a job.
@@ -29,12 +29,15 @@ type manifest struct {
 type part struct {
 	File string `json:"file,omitempty"` // name inside the parts folder; none if no row was predicted
 	Rows int64  `json:"rows"`
+	// Size is File's size in bytes, checked against a listing on resume.
+	Size int64 `json:"size,omitempty"`
 	// InEnd is the end of the input rows (counted over every row read) the
 	// part covers: a resume reads on from there.
 	InEnd int64 `json:"in_end"`
 	// Aside names the part's rows set aside, if any (SetAside mode).
 	Aside     string `json:"aside,omitempty"`
 	AsideRows int64  `json:"aside_rows,omitempty"`
+	AsideSize int64  `json:"aside_size,omitempty"`
 }
 
 // Names in a parts folder. A folder output keeps its manifest, beside the
@@ -48,15 +51,22 @@ const (
 
 // layout is where a job's parts live and what they become.
 type layout struct {
-	dir    string
-	folder bool // the parts are the output: Parquet files and a _SUCCESS marker
+	dir    string // a local folder, or an object prefix's URL (ending in /)
+	folder bool   // the parts are the output: Parquet files and a _SUCCESS marker
+	store  *storage.Opener
+	// ctx is the run's, without its cancellation: what is left in order
+	// after a cancelled run (a manifest, a cleared folder) is still done.
+	ctx context.Context
 }
+
+// path names a file of the parts folder.
+func (l layout) path(name string) string { return storage.Join(l.dir, name) }
 
 func (l layout) manifest() string {
 	if l.folder {
-		return filepath.Join(l.dir, folderManifestName)
+		return l.path(folderManifestName)
 	}
-	return filepath.Join(l.dir, manifestName)
+	return l.path(manifestName)
 }
 
 func (l layout) partName(i int) string {
@@ -78,23 +88,22 @@ func (l layout) ours(name string) bool {
 // nothing else is in it.
 func (l layout) clear() error {
 	if !l.folder {
-		return os.RemoveAll(l.dir)
+		return l.store.RemoveAll(l.ctx, l.dir)
 	}
-	entries, err := os.ReadDir(l.dir)
+	entries, err := l.store.List(l.ctx, l.dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
 	for _, e := range entries {
-		if l.ours(e.Name()) {
-			if err := os.Remove(filepath.Join(l.dir, e.Name())); err != nil {
+		if l.ours(e.Name) {
+			if err := l.store.Remove(l.ctx, l.path(e.Name)); err != nil {
 				return err
 			}
 		}
 	}
-	os.Remove(l.dir) // only if empty
+	if !storage.IsURL(l.dir) {
+		os.Remove(l.dir) // only if empty
+	}
 	return nil
 }
 
@@ -110,7 +119,7 @@ type parts struct {
 // (resume), or a fresh one in place of it (overwrite).
 func openParts(l layout, fingerprint string, partRows int, resume, overwrite bool) (*parts, error) {
 	p := &parts{layout: l, m: manifest{Version: 1, Fingerprint: fingerprint, PartRows: partRows}}
-	data, err := os.ReadFile(l.manifest())
+	data, err := l.store.ReadFile(l.ctx, l.manifest())
 	switch {
 	case err == nil && resume:
 		var m manifest
@@ -127,23 +136,54 @@ func openParts(l layout, fingerprint string, partRows int, resume, overwrite boo
 		}
 	case err == nil:
 		return nil, fmt.Errorf("%w: %s", ErrInterrupted, l.dir)
-	case !errors.Is(err, os.ErrNotExist):
+	case !errors.Is(err, storage.ErrNotFound):
 		return nil, fmt.Errorf("job: %w", err)
 	}
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+	if err := storage.MkdirAll(l.dir); err != nil {
 		return nil, fmt.Errorf("job: output folder: %w", err)
 	}
-	// A part whose writing was interrupted never reached the manifest.
-	entries, err := os.ReadDir(l.dir)
+	entries, err := l.store.List(l.ctx, l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
+	if err := p.check(entries); err != nil {
+		return nil, err
+	}
+	// A part whose writing was interrupted never reached the manifest.
 	for _, e := range entries {
-		if l.ours(e.Name()) && !p.listed(e.Name()) && filepath.Join(l.dir, e.Name()) != l.manifest() {
-			os.Remove(filepath.Join(l.dir, e.Name()))
+		if l.ours(e.Name) && !p.listed(e.Name) && l.path(e.Name) != l.manifest() {
+			l.store.Remove(l.ctx, l.path(e.Name))
 		}
 	}
 	return p, p.save() // also proves the folder is writable
+}
+
+// check proves the committed parts are there, each of the size the
+// manifest gives it, against a listing of the folder: a part lost or
+// replaced since is an error, never a hole in the output.
+func (p *parts) check(entries []storage.Entry) error {
+	sizes := make(map[string]int64, len(entries))
+	for _, e := range entries {
+		sizes[e.Name] = e.Size
+	}
+	for _, pt := range p.m.Parts {
+		for _, f := range []struct {
+			name string
+			size int64
+		}{{pt.File, pt.Size}, {pt.Aside, pt.AsideSize}} {
+			if f.name == "" {
+				continue
+			}
+			got, ok := sizes[f.name]
+			switch {
+			case !ok:
+				return fmt.Errorf("%w: %s, listed in the manifest, is gone", ErrPartsDamaged, p.path(f.name))
+			case f.size > 0 && got != f.size:
+				return fmt.Errorf("%w: %s holds %d bytes, the manifest says %d", ErrPartsDamaged, p.path(f.name), got, f.size)
+			}
+		}
+	}
+	return nil
 }
 
 // finished reports whether the parts folder holds the manifest of this job
@@ -151,7 +191,7 @@ func openParts(l layout, fingerprint string, partRows int, resume, overwrite boo
 // _SUCCESS); for a file output it removes the parts. It returns the rows
 // the parts held.
 func finished(l layout, fingerprint string) (int64, bool) {
-	data, err := os.ReadFile(l.manifest())
+	data, err := l.store.ReadFile(l.ctx, l.manifest())
 	if err != nil {
 		return 0, false
 	}
@@ -160,10 +200,10 @@ func finished(l layout, fingerprint string) (int64, bool) {
 		return 0, false
 	}
 	if l.folder {
-		if _, err := os.Stat(filepath.Join(l.dir, successName)); err != nil {
+		if _, err := l.store.Stat(l.ctx, l.path(successName)); err != nil {
 			return 0, false
 		}
-	} else if err := os.RemoveAll(l.dir); err != nil {
+	} else if err := l.store.RemoveAll(l.ctx, l.dir); err != nil {
 		return 0, false
 	}
 	return p.rows(), true
@@ -218,7 +258,7 @@ func (p *parts) save() error {
 		err = p.inject("manifest", p.saves-1)
 	}
 	if err == nil {
-		err = atomicfile.WriteFile(p.manifest(), data)
+		err = p.store.WriteFile(p.ctx, p.manifest(), data, true)
 	}
 	if err != nil {
 		return fmt.Errorf("job: manifest: %w", err)
@@ -234,14 +274,14 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 		if err != nil {
 			return err
 		}
-		w, err := sink.Create(filepath.Join(p.dir, p.partName(0)), schema, sink.WithOverwrite(true), sink.WithAllocator(mem))
+		w, err := sink.Create(p.path(p.partName(0)), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
 		if err != nil {
 			return err
 		}
 		if err := w.Commit(); err != nil {
 			return err
 		}
-		if err := p.add(part{File: p.partName(0), InEnd: p.inEnd()}); err != nil {
+		if err := p.add(part{File: p.partName(0), Size: w.Size(), InEnd: p.inEnd()}); err != nil {
 			return err
 		}
 	}
@@ -252,7 +292,7 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(p.dir, successName), append(done, '\n')); err != nil {
+	if err := p.store.WriteFile(p.ctx, p.path(successName), append(done, '\n'), true); err != nil {
 		return fmt.Errorf("job: %s: %w", successName, err)
 	}
 	return nil
@@ -276,7 +316,7 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	// can tell, once the parts are gone.
 	md := arrow.NewMetadata([]string{jobKey}, []string{p.m.Fingerprint})
 	schema := arrow.NewSchema(ds.Schema().Fields(), &md)
-	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem))
+	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem), sink.WithOpener(p.store))
 	if err != nil {
 		return err
 	}
@@ -287,7 +327,7 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	return os.RemoveAll(p.dir)
+	return p.store.RemoveAll(p.ctx, p.dir)
 }
 
 // mergeAside writes every part's set-aside rows, in order, to path
@@ -296,7 +336,7 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	var files []string
 	for _, pt := range p.m.Parts {
 		if pt.Aside != "" {
-			files = append(files, filepath.Join(p.dir, pt.Aside))
+			files = append(files, p.path(pt.Aside))
 		}
 	}
 	ds := dataset.FromRecords(schema)
@@ -306,7 +346,7 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 			return err
 		}
 	}
-	w, err := sink.Create(path, ds.Schema(), sink.WithOverwrite(true), sink.WithAllocator(mem))
+	w, err := sink.Create(path, ds.Schema(), sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
 	if err != nil {
 		return err
 	}
@@ -348,7 +388,7 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 	var files []string
 	for _, pt := range p.m.Parts {
 		if pt.File != "" {
-			files = append(files, filepath.Join(p.dir, pt.File))
+			files = append(files, p.path(pt.File))
 		}
 	}
 	if len(files) == 0 {

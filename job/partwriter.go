@@ -1,8 +1,6 @@
 package job
 
 import (
-	"path/filepath"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -23,7 +21,8 @@ type partWriter struct {
 	aside  *aside // SetAside mode, else nil
 	schema *arrow.Schema
 	cur    *sink.Writer
-	rows   int64 // rows in cur
+	name   string // cur's, in the parts folder
+	rows   int64  // rows in cur
 
 	pending     []arrow.RecordBatch // less than a chunk, waiting
 	pendingRows int
@@ -72,11 +71,11 @@ func (w *partWriter) flush() error {
 	defer out.Release()
 	if w.cur == nil {
 		name := w.parts.partName(len(w.parts.m.Parts))
-		cur, err := sink.Create(filepath.Join(w.parts.dir, name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true))
+		cur, err := sink.Create(w.parts.path(name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true), sink.WithOpener(w.parts.store))
 		if err != nil {
 			return err
 		}
-		w.cur, w.rows = cur, 0
+		w.cur, w.name, w.rows = cur, name, 0
 	}
 	if err := w.cur.Write(out); err != nil {
 		return err
@@ -96,7 +95,8 @@ func (w *partWriter) commit(inEnd int64) error {
 	if w.aside != nil {
 		if rows := w.aside.take(inEnd); len(rows) > 0 {
 			pt.Aside, pt.AsideRows = asideName(i), int64(len(rows))
-			if err := w.aside.writePart(w.parts.dir, pt.Aside, rows); err != nil {
+			var err error
+			if pt.AsideSize, err = w.aside.writePart(w.parts.layout, pt.Aside, rows); err != nil {
 				if w.cur != nil {
 					w.cur.Abort()
 					w.cur = nil
@@ -116,7 +116,7 @@ func (w *partWriter) commit(inEnd int64) error {
 		if err := cur.Commit(); err != nil {
 			return err
 		}
-		pt.File, pt.Rows = filepath.Base(cur.Path()), w.rows
+		pt.File, pt.Rows, pt.Size = w.name, w.rows, cur.Size()
 	}
 	if pt.File == "" && pt.Aside == "" {
 		return nil

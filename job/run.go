@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // Run runs the job to completion, or until ctx is cancelled or a step
@@ -27,8 +28,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	cfg.store = storage.NewOpener()
+	defer cfg.store.Close()
 	r := &run{cfg: &cfg, began: time.Now()}
-	held, err := r.prepare()
+	held, err := r.prepare(ctx)
 	if held != nil {
 		defer held.release()
 	}
@@ -36,8 +39,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		// A run killed after its output was complete: resuming it only
 		// tidies up.
 		rows, ok := finished(r.layout, r.fingerprint)
-		if !ok {
-			rows = outputRows(cfg.Output) // the parts were gone: the output names its job
+		if !ok || !r.layout.folder {
+			// The output file names its job, and holds its rows (the parts,
+			// if any, may be a later, interrupted run's of the same job).
+			rows = outputRows(cfg.Output)
 		}
 		return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, AlreadyComplete: true, Wall: time.Since(r.began)}, nil
 	}
@@ -72,13 +77,22 @@ type run struct {
 // prepare checks the output, takes its lock and opens the parts: fresh,
 // or the interrupted run's. It returns errFinished for an output an
 // earlier run completed.
-func (r *run) prepare() (*lock, error) {
+func (r *run) prepare(ctx context.Context) (locker, error) {
 	cfg := r.cfg
-	r.layout = layout{dir: cfg.Output + ".parts"}
+	r.layout = layout{store: cfg.store, ctx: context.WithoutCancel(ctx)}
 	if IsFolder(cfg.Output) {
-		r.layout = layout{dir: filepath.Clean(cfg.Output), folder: true}
+		r.layout.dir, r.layout.folder = cfg.Output, true
+		if !storage.IsURL(cfg.Output) {
+			r.layout.dir = filepath.Clean(cfg.Output)
+		}
 	} else if _, err := sink.Writable(cfg.Output); err != nil {
+		if storage.IsURL(cfg.Output) {
+			err = fmt.Errorf("%w (a folder output's URL ends in /)", err)
+		}
 		return nil, err
+	} else {
+		dir, name := storage.Split(cfg.Output)
+		r.layout.dir = storage.Join(dir, name+".parts")
 	}
 	files, err := fileset.Expand(cfg.Inputs)
 	if err != nil {
@@ -88,10 +102,10 @@ func (r *run) prepare() (*lock, error) {
 	if err := checkNotInput(cfg.Output, r.layout, files); err != nil {
 		return nil, err
 	}
-	if dir := filepath.Dir(filepath.Clean(cfg.Output)); missing(dir) {
+	if dir := filepath.Dir(filepath.Clean(cfg.Output)); !storage.IsURL(cfg.Output) && missing(dir) {
 		return nil, fmt.Errorf("job: the output's folder %s does not exist", dir)
 	}
-	held, err := lockOutput(cfg.Output)
+	held, err := lockOutput(ctx, cfg.store, cfg.Output, cfg.BreakLock)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // output is where the write layer puts the predictions: records of the
@@ -155,6 +156,8 @@ func WriteFile(ctx context.Context, cfg Config) (*Summary, error) {
 	case IsFolder(cfg.Output):
 		return nil, fmt.Errorf("job: WriteFile writes one file, not the folder %s", cfg.Output)
 	}
+	cfg.store = storage.NewOpener()
+	defer cfg.store.Close()
 	files, err := fileset.Expand(cfg.Inputs)
 	if err != nil {
 		return nil, err
@@ -183,7 +186,7 @@ type fileOutput struct {
 }
 
 func (o *fileOutput) create(schema *arrow.Schema) error {
-	w, err := sink.Create(o.cfg.Output, schema, sink.WithAllocator(o.cfg.Allocator), sink.WithOverwrite(o.cfg.Overwrite))
+	w, err := sink.Create(o.cfg.Output, schema, sink.WithAllocator(o.cfg.Allocator), sink.WithOverwrite(o.cfg.Overwrite), sink.WithOpener(o.cfg.store))
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,10 @@ package sink
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -14,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/format"
-	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 var (
@@ -45,6 +46,7 @@ type config struct {
 	mem       memory.Allocator
 	format    format.Format
 	groupRows int64
+	opener    *storage.Opener
 }
 
 // Option configures a Writer.
@@ -64,10 +66,17 @@ func WithFormat(f format.Format) Option { return func(c *config) { c.format = f 
 // rows of 64-float tensors. Values below 1 keep the default.
 func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n } }
 
-// Writer writes records of one schema to a file that appears at Commit.
+// WithOpener sets the Opener an object URL is written through (which keeps
+// its buckets open across writers); by default a Writer of a URL opens and
+// closes its own.
+func WithOpener(o *storage.Opener) Option { return func(c *config) { c.opener = o } }
+
+// Writer writes records of one schema to a file, or an object, that
+// appears whole at Commit.
 type Writer struct {
 	path   string
-	tmp    *atomicfile.File
+	out    *storage.Writer
+	own    *storage.Opener // opened for this Writer, closed with it
 	schema *arrow.Schema
 	enc    interface {
 		Write(arrow.RecordBatch) error
@@ -78,7 +87,8 @@ type Writer struct {
 	done      bool
 }
 
-// Create starts writing records of schema to path.
+// Create starts writing records of schema to path, a local path or an
+// object's URL (s3://bucket/key, gs://, azblob://).
 func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) {
 	c := config{mem: memory.DefaultAllocator}
 	for _, o := range opts {
@@ -91,16 +101,24 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 		}
 		c.format = f
 	}
+	w := &Writer{path: path, schema: schema, overwrite: c.overwrite}
+	if c.opener == nil {
+		w.own = storage.NewOpener()
+		c.opener = w.own
+	}
+	ctx := context.Background() // Abort ends an upload
 	if !c.overwrite {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := c.opener.Stat(ctx, path); err == nil {
+			w.closeOpener()
 			return nil, fmt.Errorf("%w: %s", ErrExists, path)
 		}
 	}
-	tmp, err := atomicfile.Create(path)
+	out, err := c.opener.Create(ctx, path, c.overwrite)
 	if err != nil {
+		w.closeOpener()
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	w := &Writer{path: path, tmp: tmp, schema: schema, overwrite: c.overwrite}
+	w.out = out
 	switch c.format {
 	case format.Parquet:
 		// Dictionaries do not pay off on float features and predictions;
@@ -109,22 +127,22 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
 			parquet.WithMaxRowGroupLength(cmp.Or(max(c.groupRows, 0), rowGroupRows(schema))))
 		var fw *pqarrow.FileWriter
-		fw, err = pqarrow.NewFileWriter(schema, keepOpen{tmp.File}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+		fw, err = pqarrow.NewFileWriter(schema, keepOpen{out}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
 		if err == nil {
 			// Buffered: row groups depend on the rows alone, not on how
 			// they arrive in records.
 			w.enc, w.write = fw, fw.WriteBuffered
 		}
 	case format.IPCFile:
-		w.enc, err = ipc.NewFileWriter(keepOpen{tmp.File}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+		w.enc, err = ipc.NewFileWriter(keepOpen{out}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	case format.IPCStream:
-		w.enc = ipc.NewWriter(keepOpen{tmp.File}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
+		w.enc = ipc.NewWriter(keepOpen{out}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
 	default:
 		err = fmt.Errorf("%w: %s", ErrFormat, c.format)
 	}
 	if err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		out.Abort()
+		w.closeOpener()
 		return nil, fmt.Errorf("sink: %s: %w", path, err)
 	}
 	if w.write == nil {
@@ -133,12 +151,20 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 	return w, nil
 }
 
-// keepOpen hides the file's Close from encoders that close their writer,
-// so Commit can sync the file before closing it.
-type keepOpen struct{ f *os.File }
+// keepOpen hides the output's Close from encoders that close their
+// writer: Commit or Abort decides what becomes of it.
+type keepOpen struct{ w io.Writer }
 
-func (k keepOpen) Write(p []byte) (int, error)               { return k.f.Write(p) }
-func (k keepOpen) Seek(off int64, whence int) (int64, error) { return k.f.Seek(off, whence) }
+func (k keepOpen) Write(p []byte) (int, error) { return k.w.Write(p) }
+
+func (w *Writer) closeOpener() {
+	if w.own != nil {
+		w.own.Close()
+	}
+}
+
+// Size returns the bytes written: the file's size once committed.
+func (w *Writer) Size() int64 { return w.out.Size() }
 
 // Path returns the destination.
 func (w *Writer) Path() string { return w.path }
@@ -194,12 +220,13 @@ func (w *Writer) Commit() error {
 		return ErrClosed
 	}
 	w.done = true
+	defer w.closeOpener()
 	if err := w.enc.Close(); err != nil {
-		w.tmp.Abort()
+		w.out.Abort()
 		return fmt.Errorf("sink: commit %s: %w", w.path, err)
 	}
-	if err := w.tmp.Commit(w.overwrite); err != nil {
-		if errors.Is(err, atomicfile.ErrExists) {
+	if err := w.out.Commit(); err != nil {
+		if errors.Is(err, storage.ErrExists) {
 			return fmt.Errorf("%w: %s", ErrExists, w.path)
 		}
 		return fmt.Errorf("sink: commit %s: %w", w.path, err)
@@ -214,5 +241,6 @@ func (w *Writer) Abort() {
 	}
 	w.done = true
 	w.enc.Close()
-	w.tmp.Abort()
+	w.out.Abort()
+	w.closeOpener()
 }

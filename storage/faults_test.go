@@ -6,12 +6,9 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"gocloud.dev/blob"
@@ -19,62 +16,6 @@ import (
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
-
-// faultProxy stands between the client and the S3 server on loopback: it
-// answers the next GETs 503 SlowDown, or cuts their bodies half way.
-type faultProxy struct {
-	upstream string
-	mu       sync.Mutex
-	refuse   int // GETs to answer 503
-	cut      int // GETs whose body to cut
-	gets     int
-}
-
-func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	refuse, cut := false, false
-	if r.Method == http.MethodGet {
-		p.gets++
-		refuse, cut = p.refuse > 0, p.refuse == 0 && p.cut > 0
-		if refuse {
-			p.refuse--
-		} else if cut {
-			p.cut--
-		}
-	}
-	p.mu.Unlock()
-	if refuse {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
-		return
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out.Header = r.Header.Clone()
-	out.Host = r.Host // what the client signed
-	resp, err := http.DefaultTransport.RoundTrip(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	if !cut {
-		io.Copy(w, resp.Body)
-		return
-	}
-	body, _ := io.ReadAll(resp.Body)
-	w.Write(body[:len(body)/2])
-	w.(http.Flusher).Flush()
-	panic(http.ErrAbortHandler) // the connection is cut mid-body
-}
 
 // A read through a server that refuses (503 SlowDown) or cuts responses
 // mid-body still returns every byte as stored: the SDK retries refusals,
@@ -91,15 +32,8 @@ func TestReadSurvivesFaults(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bucket, "blob.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	proxy := &faultProxy{upstream: srv.Endpoint}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: proxy, ErrorLog: nil}
-	go hs.Serve(ln)
-	defer hs.Close()
-	url := "s3://faults/blob.bin?endpoint=http://" + ln.Addr().String() + "&use_path_style=true&region=us-east-1"
+	proxy := srv.Proxy(t)
+	url := proxy.URL("faults", "blob.bin")
 
 	o := storage.NewOpener()
 	defer o.Close()
@@ -113,17 +47,17 @@ func TestReadSurvivesFaults(t *testing.T) {
 		name        string
 		refuse, cut int
 	}{{"clean", 0, 0}, {"two refusals", 2, 0}, {"two cuts", 0, 2}} {
-		proxy.mu.Lock()
-		proxy.refuse, proxy.cut = c.refuse, c.cut
-		proxy.mu.Unlock()
+		proxy.Lock()
+		proxy.RefuseGets, proxy.CutGets = c.refuse, c.cut
+		proxy.Unlock()
 		got := make([]byte, 1<<20)
 		if n, err := f.ReadAt(got, 12345); err != nil || n != len(got) || !bytes.Equal(got, data[12345:12345+len(got)]) {
 			t.Fatalf("%s: ReadAt %d bytes, %v, or they differ", c.name, n, err)
 		}
 	}
-	proxy.mu.Lock()
-	proxy.cut = 3
-	proxy.mu.Unlock()
+	proxy.Lock()
+	proxy.CutGets = 3
+	proxy.Unlock()
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +65,9 @@ func TestReadSurvivesFaults(t *testing.T) {
 	if err != nil || !bytes.Equal(all, data) {
 		t.Fatalf("streamed through 3 cuts: %d bytes of %d, %v", len(all), len(data), err)
 	}
-	proxy.mu.Lock()
-	proxy.cut = 1 << 30
-	proxy.mu.Unlock()
+	proxy.Lock()
+	proxy.CutGets = 1 << 30
+	proxy.Unlock()
 	_, err = f.ReadAt(make([]byte, 1<<20), 0)
 	if err == nil || !strings.Contains(err.Error(), "s3://faults/blob.bin") {
 		t.Fatalf("a server that always cuts: %v", err)

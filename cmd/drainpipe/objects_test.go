@@ -18,8 +18,7 @@ import (
 
 // predict reads its inputs from an S3-compatible server by URL, glob and
 // all, and writes the predictions it writes for the same files on local
-// disk; inspect reads a URL; an output URL is refused (outputs on object
-// storage are not written yet).
+// disk; inspect reads a URL; it writes to S3 as well, file and folder.
 func TestPredictFromS3(t *testing.T) {
 	dir := fixture(t, 3000, 8, 4)
 	srv := s3test.Start(t)
@@ -47,12 +46,48 @@ func TestPredictFromS3(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "rows: 1500") {
 		t.Fatalf("inspect a URL: %v\n%s", err, stdout)
 	}
-	_, stderr, err = drainpipe("predict", "--model", model, "--input", srv.URL("data", "in-*.parquet"), "--output", srv.URL("data", "out.parquet"), "--quiet")
-	if err == nil || !strings.Contains(stderr, "not written yet") {
-		t.Fatalf("an output URL: %v\n%s", err, stderr)
+	// S3 to S3: a file output, and a folder output read back as a dataset.
+	for _, out := range []string{"out.parquet", "out/"} {
+		stdout, stderr, err = drainpipe("predict", "--model", model, "--input", srv.URL("data", "in-*.parquet"), "--output", srv.URL("data", out), "--keep", "id", "--quiet")
+		if err != nil || !strings.Contains(stdout, "rows=3000 ") {
+			t.Fatalf("%s: %v\n%s%s", out, err, stdout, stderr)
+		}
+		if a, b := table(t, local), table(t, srv.URL("data", out)); !array.RecordEqual(a, b) {
+			t.Fatalf("%s: the predictions written to S3 differ from the local job's", out)
+		}
 	}
 	if _, err := os.Stat("s3:"); err == nil {
 		t.Fatal("an output URL was written as a local path")
+	}
+}
+
+// A job from S3 to S3, killed (kill -9) at random points and resumed each
+// time, writes the objects an uninterrupted run writes, byte for byte: the
+// killed job's lock is taken over with --break-lock, its parts kept.
+func TestKilledS3JobResumesExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the CLI many times")
+	}
+	dir := fixture(t, 60_000, 16, 128, 128, 10)
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "kills")
+	for _, name := range []string{"in-0.parquet", "in-1.parquet"} {
+		if err := os.WriteFile(filepath.Join(bucket, name), arrowtest.ReadFile(t, filepath.Join(dir, name)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s3 := func(key string) output {
+		o := output{path: srv.URL("kills", key), disk: filepath.Join(bucket, key), input: srv.URL("kills", "in-*.parquet"),
+			resume: []string{"--resume", "--break-lock"}}
+		o.parts = o.disk + ".parts"
+		if strings.HasSuffix(key, "/") {
+			o.disk += "/"
+			o.parts = o.disk
+		}
+		return o
+	}
+	for _, outs := range [][2]output{{s3("ref.parquet"), s3("out.parquet")}, {s3("ref/"), s3("out/")}} {
+		t.Run(filepath.Base(outs[1].disk), func(t *testing.T) { killAndResume(t, dir, outs[0], outs[1]) })
 	}
 }
 

@@ -41,6 +41,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	readRows := fs.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
+	breakLock := fs.Bool("break-lock", false, "take over the lock a job that died left on an output on object storage")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	setAside := fs.String("set-aside", "", "write rows that cannot be predicted (null or ragged features, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the job)")
@@ -92,7 +93,7 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Model: m.model, ModelID: m.id, InputSize: m.inputSize,
 		FeatureColumn: column, Gather: features, Keep: keep,
 		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
-		Overwrite: *overwrite, Resume: *resume,
+		Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
 		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
 		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -1,0 +1,117 @@
+package s3test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// FaultProxy stands between a client and the server on loopback and
+// misbehaves as a real store or network does at times: it answers
+// requests 503 SlowDown, cuts response bodies half way, or fails uploads
+// with 500. Set its fields under Lock.
+type FaultProxy struct {
+	sync.Mutex
+	// RefuseGets is how many next GETs to answer 503 SlowDown.
+	RefuseGets int
+	// CutGets is how many next GETs to cut mid-body.
+	CutGets int
+	// FailWrites, if set, fails every PUT or POST whose path it matches
+	// with 500 InternalError (an upload, or a part or completion of one).
+	FailWrites func(path string) bool
+	// Gets counts the GETs seen.
+	Gets int
+
+	// Endpoint is the proxy's address, http://127.0.0.1:PORT.
+	Endpoint string
+	upstream string
+}
+
+// Proxy starts a FaultProxy in front of s for the test.
+func (s *Server) Proxy(t testing.TB) *FaultProxy {
+	t.Helper()
+	p := &FaultProxy{upstream: s.Endpoint}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: p}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	p.Endpoint = "http://" + ln.Addr().String()
+	return p
+}
+
+// URL returns the s3:// URL of key in bucket through the proxy.
+func (p *FaultProxy) URL(bucket, key string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&use_path_style=true&region=us-east-1", bucket, key, p.Endpoint)
+}
+
+func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.Lock()
+	refuse, cut, fail := false, false, false
+	switch r.Method {
+	case http.MethodGet:
+		p.Gets++
+		refuse, cut = p.RefuseGets > 0, p.RefuseGets == 0 && p.CutGets > 0
+		if refuse {
+			p.RefuseGets--
+		} else if cut {
+			p.CutGets--
+		}
+	case http.MethodPut, http.MethodPost:
+		fail = p.FailWrites != nil && p.FailWrites(r.URL.Path)
+	}
+	p.Unlock()
+	switch {
+	case refuse:
+		s3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+		return
+	case fail:
+		io.Copy(io.Discard, r.Body)
+		s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = r.Header.Clone()
+	out.Host = r.Host // what the client signed
+	out.ContentLength = r.ContentLength
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	if !cut {
+		io.Copy(w, resp.Body)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	w.Write(body[:len(body)/2])
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler) // the connection is cut mid-body
+}
+
+func s3Error(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message></Error>`, code, msg)
+}
+
+// Matches returns a FailWrites function failing the writes of keys that
+// contain sub.
+func Matches(sub string) func(string) bool {
+	return func(path string) bool { return strings.Contains(path, sub) }
+}

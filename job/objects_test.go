@@ -1,0 +1,236 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/storage"
+)
+
+// objectFiles returns the objects below prefix in the server's bucket, by
+// key relative to prefix, with their bytes.
+func objectFiles(t *testing.T, srv *s3test.Server, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	root := filepath.Join(srv.Root, bucket)
+	files := map[string][]byte{}
+	err := filepath.WalkDir(filepath.Join(root, prefix), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join(root, prefix), path)
+		b, err := os.ReadFile(path)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// equalFiles fails unless got and want hold the same names and bytes.
+func equalFiles(t *testing.T, what string, got, want map[string][]byte) {
+	t.Helper()
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s: %s differs (%d bytes, want %d)", what, name, len(got[name]), len(b))
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s: %s should not be there", what, name)
+		}
+	}
+}
+
+// s3Inputs copies the local inputs (a glob) into the server's bucket under
+// in/, and returns the glob that names them there.
+func s3Inputs(t *testing.T, srv *s3test.Server, bucket, glob string) string {
+	t.Helper()
+	files, err := filepath.Glob(glob)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("inputs %s: %v", glob, err)
+	}
+	dir := filepath.Join(srv.Bucket(t, bucket), "in")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv.URL(bucket, "in/*.parquet")
+}
+
+// A job reads from and writes to a real S3 server, file and folder
+// outputs: every row once, in order, as a job on local disk writes them;
+// an interrupted run resumed gives the same objects, byte for byte; a run
+// leaves no lock behind.
+func TestObjectStorageJob(t *testing.T) {
+	srv := s3test.Start(t)
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 1003)
+	input := s3Inputs(t, srv, "jobs", local)
+	for _, c := range []struct{ name, key string }{{"file", "preds.parquet"}, {"folder", "preds/"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := t.TempDir() + "/" + c.key
+			if _, err := job.Run(t.Context(), config(mem, local, ref, m)); err != nil {
+				t.Fatal(err)
+			}
+			out := srv.URL("jobs", c.key)
+			sum, err := job.Run(t.Context(), config(mem, input, out, m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Rows != 1003 || sum.RowsIn != 1003 {
+				t.Fatalf("summary %+v", sum)
+			}
+			if got, want := outputIDs(t, out), outputIDs(t, ref); !slices.Equal(got, want) || len(got) != 1003 {
+				t.Fatalf("ids on S3 (%d) differ from the local job's (%d)", len(got), len(want))
+			}
+			whole := objectFiles(t, srv, "jobs", c.key)
+			if c.name == "folder" {
+				// The parts do not depend on where they were written.
+				local := folderFiles(t, ref)
+				for name := range local {
+					if strings.HasPrefix(name, "part-") && !bytes.Equal(local[name], whole[name]) {
+						t.Errorf("%s differs from the local job's", name)
+					}
+				}
+			}
+			if locks, _ := filepath.Glob(filepath.Join(srv.Root, "jobs", ".*lock")); len(locks) > 0 {
+				t.Fatalf("a finished job left its lock: %v", locks)
+			}
+
+			// The same job to another output, interrupted and resumed.
+			again := "again-" + c.key
+			cfg := config(mem, input, srv.URL("jobs", again), m)
+			interrupt(t, cfg, 400)
+			if parts := objectFiles(t, srv, "jobs", again+map[string]string{"file": ".parts"}[c.name]); len(parts) < 3 {
+				t.Fatalf("the interrupted run left %d objects, want its parts and manifest", len(parts))
+			}
+			cfg.Resume = true
+			sum, err = job.Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.ResumedRows == 0 || sum.ResumedRows%128 != 0 || sum.Rows != 1003 || sum.AlreadyComplete {
+				t.Fatalf("resume: %+v", sum)
+			}
+			equalFiles(t, "resumed", objectFiles(t, srv, "jobs", again), whole)
+			if c.name == "file" {
+				if parts := objectFiles(t, srv, "jobs", again+".parts"); len(parts) > 0 {
+					t.Fatalf("the file output's parts stayed: %d objects", len(parts))
+				}
+			}
+		})
+	}
+}
+
+// One job per output on object storage: a lock object, made by a
+// conditional write, names the job holding it; a job that died leaves it,
+// and the next job says whose it is and takes it over only when told to.
+func TestObjectStorageLock(t *testing.T) {
+	srv := s3test.Start(t)
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 300)
+	input := s3Inputs(t, srv, "locks", local)
+	lock := filepath.Join(srv.Root, "locks", ".preds.lock")
+	stale := `{"host":"worker-7","pid":4242,"started":"2026-11-30T10:00:00Z"}`
+	// Written as the dead job wrote it, through the server.
+	objects := storage.NewOpener()
+	defer objects.Close()
+	if err := objects.WriteFile(t.Context(), srv.URL("locks", ".preds.lock"), []byte(stale), false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(mem, input, srv.URL("locks", "preds/"), m)
+	_, err := job.Run(t.Context(), cfg)
+	if !errors.Is(err, job.ErrLocked) || !strings.Contains(err.Error(), "host worker-7, pid 4242") || !strings.Contains(err.Error(), "--break-lock") {
+		t.Fatalf("a held lock: %v", err)
+	}
+	if objects := objectFiles(t, srv, "locks", "preds"); len(objects) > 0 {
+		t.Fatalf("a locked-out job wrote %d objects", len(objects))
+	}
+	cfg.BreakLock = true
+	if _, err := job.Run(t.Context(), cfg); err != nil {
+		t.Fatalf("taking the lock over: %v", err)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the lock after the run: %v", err)
+	}
+}
+
+// A part whose upload fails (the server answers 500 until the SDK gives
+// up) is never committed: the run fails naming it, and the resume redoes
+// only that part and those after it, to the same bytes. A committed part
+// that is gone by the resume is an error, never a hole in the output.
+func TestObjectStorageUploadFaults(t *testing.T) {
+	srv := s3test.Start(t)
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 1003)
+	input := s3Inputs(t, srv, "faults", local)
+	if _, err := job.Run(t.Context(), config(mem, input, srv.URL("faults", "ref/"), m)); err != nil {
+		t.Fatal(err)
+	}
+	want := objectFiles(t, srv, "faults", "ref")
+
+	proxy := srv.Proxy(t)
+	proxy.FailWrites = s3test.Matches("part-00002")
+	out := proxy.URL("faults", "preds/")
+	cfg := config(mem, input, out, m)
+	_, err := job.Run(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "part-00002.parquet") {
+		t.Fatalf("a failed upload: %v, want an error naming the part", err)
+	}
+	got := objectFiles(t, srv, "faults", "preds")
+	if _, ok := got["part-00002.parquet"]; ok || got["part-00001.parquet"] == nil {
+		t.Fatalf("after the failed upload the output holds %v, want parts 0 and 1 only", slices.Sorted(func(yield func(string) bool) {
+			for k := range got {
+				if !yield(k) {
+					return
+				}
+			}
+		}))
+	}
+	proxy.Lock()
+	proxy.FailWrites = nil
+	proxy.Unlock()
+	cfg.Resume = true
+	sum, err := job.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ResumedRows != 256 {
+		t.Fatalf("resumed %d rows, want the 256 of the two committed parts", sum.ResumedRows)
+	}
+	resumed := objectFiles(t, srv, "faults", "preds")
+	delete(resumed, "_manifest.json") // it names its inputs, through the proxy
+	delete(want, "_manifest.json")
+	equalFiles(t, "resumed after a failed upload", resumed, want)
+
+	// A committed part lost before the resume.
+	cfg.Resume, cfg.Overwrite = false, true
+	interrupt(t, cfg, 400)
+	if err := os.Remove(filepath.Join(srv.Root, "faults", "preds", "part-00001.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resume, cfg.Overwrite = true, false
+	if _, err := job.Run(context.Background(), cfg); !errors.Is(err, job.ErrPartsDamaged) || !strings.Contains(err.Error(), "part-00001.parquet") {
+		t.Fatalf("a lost part: %v, want ErrPartsDamaged naming it", err)
+	}
+}

@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
+)
+
+// ErrExists reports a file or object that exists, where a write may not
+// replace it.
+var ErrExists = errors.New("exists already")
+
+// Writer writes one file or object that appears whole at Commit, or not
+// at all: a local file is written aside and renamed into place; an object
+// is uploaded (in parts when large) and exists once the upload completes,
+// so an Abort, a failure or a killed process leaves no object.
+type Writer struct {
+	name    string
+	replace bool
+	local   *atomicfile.File
+	obj     *blob.Writer
+	cancel  context.CancelFunc // aborts obj's upload
+	size    int64
+	done    bool
+}
+
+// Create starts writing name, a path or URL. Without replace, Commit fails
+// with ErrExists if name exists by then (for an object, a conditional
+// write: If-None-Match, so of two writers one wins).
+func (o *Opener) Create(ctx context.Context, name string, replace bool) (*Writer, error) {
+	w := &Writer{name: name, replace: replace}
+	if !IsURL(name) {
+		f, err := atomicfile.Create(name)
+		if err != nil {
+			return nil, err
+		}
+		w.local = f
+		return w, nil
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	obj, err := b.NewWriter(ctx, ob.key, &blob.WriterOptions{IfNotExist: !replace, ContentType: "application/octet-stream"})
+	if err != nil {
+		w.cancel()
+		return nil, objectError(name, err)
+	}
+	w.obj = obj
+	return w, nil
+}
+
+// Name returns the path or URL written.
+func (w *Writer) Name() string { return w.name }
+
+// Size returns the bytes written.
+func (w *Writer) Size() int64 { return w.size }
+
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("storage: %s: write after Commit or Abort", redact(w.name))
+	}
+	var n int
+	var err error
+	if w.local != nil {
+		n, err = w.local.Write(p)
+	} else {
+		n, err = w.obj.Write(p)
+	}
+	w.size += int64(n)
+	if err != nil && w.obj != nil {
+		err = writeError(w.name, err)
+	}
+	return n, err
+}
+
+// Commit makes what was written the file or object.
+func (w *Writer) Commit() error {
+	if w.done {
+		return fmt.Errorf("storage: %s: committed or aborted already", redact(w.name))
+	}
+	w.done = true
+	if w.local != nil {
+		err := w.local.Commit(w.replace)
+		if errors.Is(err, atomicfile.ErrExists) {
+			return fmt.Errorf("%w: %s", ErrExists, w.name)
+		}
+		return err
+	}
+	defer w.cancel()
+	if err := w.obj.Close(); err != nil {
+		return writeError(w.name, err)
+	}
+	return nil
+}
+
+// Abort discards what was written. It is a no-op after Commit.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.local != nil {
+		w.local.Abort()
+		return
+	}
+	w.cancel() // an upload whose context ends before Close creates nothing
+	w.obj.Close()
+}
+
+func writeError(name string, err error) error {
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return fmt.Errorf("%w: %s", ErrExists, redact(name))
+	}
+	return objectError(name, err)
+}
+
+// WriteFile writes data to name whole (atomically, durably), replacing
+// what is there if replace is set; else ErrExists if name exists.
+func (o *Opener) WriteFile(ctx context.Context, name string, data []byte, replace bool) error {
+	w, err := o.Create(ctx, name, replace)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// ReadFile returns the content of a file or object.
+func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	if !IsURL(name) {
+		data, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		}
+		return data, err
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	data, err := b.ReadAll(ctx, ob.key)
+	if err != nil {
+		return nil, objectError(name, err)
+	}
+	return data, nil
+}
+
+// Remove removes a file or object; one that does not exist is no error.
+func (o *Opener) Remove(ctx context.Context, name string) error {
+	if !IsURL(name) {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := b.Delete(ctx, ob.key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return objectError(name, err)
+	}
+	return nil
+}
+
+// Entry is a file of a folder listing.
+type Entry struct {
+	Name string // relative to the folder, with / between folders
+	Size int64
+}
+
+// List returns the files directly in a folder (a path, or a URL whose key
+// is a prefix ending in /): one listing request per thousand objects on
+// object storage. A folder that does not exist is empty.
+func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
+	if !IsURL(dir) {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []Entry
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				info, err := e.Info()
+				if err != nil {
+					continue // removed meanwhile
+				}
+				out = append(out, Entry{Name: e.Name(), Size: info.Size()})
+			}
+		}
+		return out, nil
+	}
+	ob, b, err := o.open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	it := b.List(&blob.ListOptions{Prefix: folderKey(ob.key), Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, objectError(dir, err)
+		}
+		if !obj.IsDir {
+			out = append(out, Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size})
+		}
+	}
+}
+
+// MkdirAll makes a local folder and its parents; object stores have no
+// folders, and need none.
+func MkdirAll(dir string) error {
+	if IsURL(dir) {
+		return nil
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// IsFolder reports whether name is written as a folder: a path or a URL's
+// key that ends in /.
+func IsFolder(name string) bool {
+	if IsURL(name) {
+		name, _, _ = strings.Cut(name, "?")
+		return strings.HasSuffix(name, "/")
+	}
+	return strings.HasSuffix(name, "/") || strings.HasSuffix(name, string(filepath.Separator))
+}
+
+// Join names the file elem in folder dir: a path, or a URL with the key
+// joined and the query kept.
+func Join(dir, elem string) string {
+	if !IsURL(dir) {
+		return filepath.Join(dir, elem)
+	}
+	base, query, _ := strings.Cut(dir, "?")
+	u := strings.TrimSuffix(base, "/") + "/" + elem
+	if query != "" {
+		u += "?" + query
+	}
+	return u
+}
+
+// Split splits name into its folder (a URL's ends in /, with the query
+// kept) and its last element.
+func Split(name string) (dir, elem string) {
+	if !IsURL(name) {
+		clean := filepath.Clean(name)
+		return filepath.Dir(clean), filepath.Base(clean)
+	}
+	base, query, _ := strings.Cut(name, "?")
+	scheme, rest, _ := strings.Cut(base, "://")
+	bucket, key, _ := strings.Cut(rest, "/")
+	key = strings.TrimSuffix(key, "/")
+	parent, elem := path.Split(key)
+	dir = scheme + "://" + bucket + "/" + parent
+	if query != "" {
+		dir += "?" + query
+	}
+	return dir, elem
+}
+
+// Key returns a URL without its query (the object it names, whatever the
+// settings it is read with), or a path made absolute: what two names of
+// the same file have in common.
+func Key(name string) string {
+	if IsURL(name) {
+		base, _, _ := strings.Cut(name, "?")
+		return base
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return name
+	}
+	return abs
+}
+
+// folderKey is key as a listing prefix: empty (the bucket), or ending in /.
+func folderKey(key string) string {
+	if key == "" || strings.HasSuffix(key, "/") {
+		return key
+	}
+	return key + "/"
+}
+
+// RemoveAll removes a folder and everything below it: a local folder, or
+// every object under a URL's prefix.
+func (o *Opener) RemoveAll(ctx context.Context, dir string) error {
+	if !IsURL(dir) {
+		return os.RemoveAll(dir)
+	}
+	ob, b, err := o.open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	it := b.List(&blob.ListOptions{Prefix: folderKey(ob.key)})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return objectError(dir, err)
+		}
+		if err := b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return objectError(ob.name(obj.Key), err)
+		}
+	}
+}
