@@ -289,15 +289,18 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	}
 }
 
-// Inputs on an S3-compatible server (and none on the workers' disk): the
-// pipeline expands, plans and reads them by URL and writes the same
-// predictions as from local files, every row once.
-func TestPipelineReadsS3(t *testing.T) {
+// Inputs, model and output on an S3-compatible server (and none on the
+// workers' disk): the pipeline expands, plans and reads by URL, writes its
+// shards, manifest and _SUCCESS as objects, and the predictions are those
+// of a job on local files, every row once.
+func TestPipelineOnS3(t *testing.T) {
 	dir := inputs(t)
 	want := reference(t, dir)
 	srv := s3test.Start(t)
-	bucket := srv.Bucket(t, "beam-inputs")
-	for _, name := range []string{"a.parquet", "b.parquet", "c.parquet"} {
+	bucket := srv.Bucket(t, "beam")
+	// The inputs and the model are only on the server: the workers'
+	// folder holds none of them.
+	for _, name := range []string{"a.parquet", "b.parquet", "c.parquet", "model.dpmlp"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -309,11 +312,16 @@ func TestPipelineReadsS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	cfg := Config{Inputs: []string{srv.URL("beam-inputs", "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
-		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+	cfg := Config{Inputs: []string{srv.URL("beam", "*.parquet")}, Model: srv.URL("beam", "model.dpmlp"),
+		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
 	if err := run(t, cfg); err != nil {
 		t.Fatal(err)
+	}
+	out := filepath.Join(bucket, "out")
+	for _, name := range []string{SuccessName, ManifestName} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Fatalf("the output on S3: %v", err)
+		}
 	}
 	got := readPredictions(t, filepath.Join(out, "part-*.parquet"))
 	if len(got) != totalRows {
@@ -323,5 +331,13 @@ func TestPipelineReadsS3(t *testing.T) {
 		if got[id] != w {
 			t.Fatalf("id %d: pipeline %+v, job %+v", id, got[id], w)
 		}
+	}
+	// The output folder reads back by URL as the dataset it is.
+	ds, err := fileset.Read([]string{srv.URL("beam", "out/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ds.Count(); err != nil || n != totalRows {
+		t.Fatalf("the output folder by URL: %d rows, %v", n, err)
 	}
 }

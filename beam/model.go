@@ -14,6 +14,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // Model is a loaded model: the device model and what a job needs of it.
@@ -85,11 +86,14 @@ func acquire(loader, path string) (*handle, error) {
 	if load == nil {
 		return nil, fmt.Errorf("dpbeam: no loader %q registered in this binary", loader)
 	}
-	data, err := os.ReadFile(path)
+	local, data, err := fetchModel(path)
 	if err != nil {
 		return nil, fmt.Errorf("dpbeam: model: %w", err)
 	}
-	m, err := load(path)
+	if local != path {
+		defer os.Remove(local)
+	}
+	m, err := load(local)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +101,37 @@ func acquire(loader, path string) (*handle, error) {
 	h := &handle{model: m, id: hex.EncodeToString(sum[:]), refs: 1}
 	handles[key] = h
 	return h, nil
+}
+
+// fetchModel returns a local path of the model file and its content: the
+// path itself, or for a URL (workers that share no disk) a temporary copy
+// under the same extension, which loaders (ONNX Runtime's among them)
+// read by name.
+func fetchModel(path string) (local string, data []byte, err error) {
+	if !storage.IsURL(path) {
+		data, err := os.ReadFile(path)
+		return path, data, err
+	}
+	store := storage.NewOpener()
+	defer store.Close()
+	data, err = store.ReadFile(context.Background(), path)
+	if err != nil {
+		return "", nil, err
+	}
+	_, name := storage.Split(path)
+	f, err := os.CreateTemp("", "model-*-"+name)
+	if err != nil {
+		return "", nil, err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", nil, err
+	}
+	return f.Name(), data, nil
 }
 
 func release(loader, path string) {

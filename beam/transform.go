@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -18,8 +16,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // ErrRowsLost reports shards whose rows written differ from the rows their
@@ -30,9 +28,11 @@ var ErrRowsLost = errors.New("dpbeam: rows lost")
 // part of the pipeline, so it holds names and numbers only.
 type Config struct {
 	Inputs []string // files or glob patterns, as the workers see them
-	Model  string   // the model file
+	Model  string   // the model file, a path or URL as the workers see it
 	Loader string   // a loader registered with RegisterLoader; "" for .dpmlp
-	Output string   // the output folder: one Parquet file a shard, a manifest
+	// Output is the output folder, a path or URL (s3://bucket/preds/):
+	// one Parquet file a shard, a manifest, _SUCCESS.
+	Output string
 
 	FeatureColumn string   // the tensor column the model reads; "" for the model's
 	Keep          []string // input columns written next to the predictions
@@ -108,14 +108,16 @@ func Predict(s beam.Scope, cfg Config) beam.PCollection {
 // expandFn lists the shards, on a worker: the files are the workers'.
 type expandFn struct{ Cfg Config }
 
-func (f *expandFn) ProcessElement(_ context.Context, _ []byte, emit func(Shard)) error {
-	if err := os.MkdirAll(f.Cfg.Output, 0o755); err != nil {
+func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard)) error {
+	if err := storage.MkdirAll(f.Cfg.Output); err != nil {
 		return fmt.Errorf("dpbeam: output: %w", err)
 	}
+	store := storage.NewOpener()
+	defer store.Close()
 	// A previous run's marker must not vouch for this run's files: the
 	// last step writes them again once every shard has committed.
 	for _, name := range []string{SuccessName, ManifestName} {
-		if err := os.Remove(filepath.Join(f.Cfg.Output, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := store.Remove(ctx, storage.Join(f.Cfg.Output, name)); err != nil {
 			return fmt.Errorf("dpbeam: output: %w", err)
 		}
 	}
@@ -160,7 +162,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 		}
 	}
 	m := f.h.model
-	out := filepath.Join(f.Cfg.Output, sh.Name())
+	out := storage.Join(f.Cfg.Output, sh.Name())
 	timed := &timedModel{Model: m.Device}
 	// Written once, whole or not at all: Beam retries a failed shard
 	// whole, and its file's name is its own, so no lock, parts or merge.
@@ -185,7 +187,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 // manifestFn writes the manifest and _SUCCESS after every shard.
 type manifestFn struct{ Cfg Config }
 
-func (f *manifestFn) ProcessElement(_ context.Context, _ int, results func(*Result) bool) error {
+func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Result) bool) error {
 	man := Manifest{Inputs: f.Cfg.Inputs, Model: f.Cfg.Model}
 	var r Result
 	seen := map[string]bool{}
@@ -205,10 +207,12 @@ func (f *manifestFn) ProcessElement(_ context.Context, _ int, results func(*Resu
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(f.Cfg.Output, ManifestName), append(data, '\n')); err != nil {
+	store := storage.NewOpener()
+	defer store.Close()
+	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, ManifestName), append(data, '\n'), true); err != nil {
 		return fmt.Errorf("dpbeam: manifest: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(f.Cfg.Output, SuccessName), nil); err != nil {
+	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, SuccessName), nil, true); err != nil {
 		return fmt.Errorf("dpbeam: %s: %w", SuccessName, err)
 	}
 	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "files", len(man.Files), "rows", man.Rows,
