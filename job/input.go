@@ -94,7 +94,7 @@ func (c *Config) features() fileset.Features {
 func (c *Config) dataset(files []string, origins *fileset.Origins, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
 	feat := c.features()
 	opts := append(feat.Options(), fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
-		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins))
+		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins), fileset.WithOpener(c.store))
 	if c.badValue != nil {
 		opts = append(opts, fileset.WithCSVBadValues(c.badValue))
 	}

@@ -133,7 +133,10 @@ type Summary struct {
 	Parts           int           `json:"parts"`
 	Wall            time.Duration `json:"wall_ns"`
 	RowsPerSecond   float64       `json:"rows_per_second"`
-	Stats           predict.Stats `json:"-"`
+	// Inputs gives, for each input object read (by URL), the requests
+	// made and bytes fetched.
+	Inputs map[string]storage.Traffic `json:"inputs,omitempty"`
+	Stats  predict.Stats              `json:"-"`
 }
 
 func (c *Config) defaults() error {
@@ -307,11 +310,10 @@ func (c *Config) fingerprint(files []string) (string, error) {
 		SetAside               bool
 	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
-	objects := storage.NewOpener()
-	defer objects.Close()
 	for _, f := range files {
 		if storage.IsURL(f) {
-			st, err := objects.Stat(context.Background(), f)
+			// Pinned: the reads that follow see this version or fail.
+			st, err := c.store.Pin(context.Background(), f)
 			if err != nil {
 				return "", fmt.Errorf("job: %w", err)
 			}

@@ -100,6 +100,16 @@ func TestObjectStorageJob(t *testing.T) {
 			if sum.Rows != 1003 || sum.RowsIn != 1003 {
 				t.Fatalf("summary %+v", sum)
 			}
+			// Each input object was fetched once, by a few range requests.
+			if len(sum.Inputs) != 2 {
+				t.Fatalf("traffic of %d inputs, want 2: %v", len(sum.Inputs), sum.Inputs)
+			}
+			for name, tr := range sum.Inputs {
+				t.Logf("%s: %+v", name, tr)
+				if tr.Bytes < tr.Size*9/10 || tr.Bytes > tr.Size*105/100 || tr.Requests > 12 {
+					t.Errorf("%s: %d requests, %d bytes fetched of %d", name, tr.Requests, tr.Bytes, tr.Size)
+				}
+			}
 			if got, want := outputIDs(t, out), outputIDs(t, ref); !slices.Equal(got, want) || len(got) != 1003 {
 				t.Fatalf("ids on S3 (%d) differ from the local job's (%d)", len(got), len(want))
 			}
@@ -232,5 +242,35 @@ func TestObjectStorageUploadFaults(t *testing.T) {
 	cfg.Resume, cfg.Overwrite = true, false
 	if _, err := job.Run(context.Background(), cfg); !errors.Is(err, job.ErrPartsDamaged) || !strings.Contains(err.Error(), "part-00001.parquet") {
 		t.Fatalf("a lost part: %v, want ErrPartsDamaged naming it", err)
+	}
+}
+
+// An input object replaced after the job planned from it is an error
+// naming it, never a mix of the two versions: the job reads the versions
+// it planned from (pinned by their ETags).
+func TestObjectStorageInputChangesUnderTheJob(t *testing.T) {
+	srv := s3test.Start(t)
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 1003)
+	input := s3Inputs(t, srv, "pins", local)
+	objects := storage.NewOpener()
+	defer objects.Close()
+	other, err := os.ReadFile(filepath.Join(srv.Root, "pins", "in", "a.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(mem, input, t.TempDir()+"/out/", m)
+	replaced := false
+	cfg.Progress = func(done, _ int64) {
+		if done > 0 && !replaced {
+			replaced = true // while a.parquet is read, b.parquet is replaced
+			if err := objects.WriteFile(context.Background(), srv.URL("pins", "in/b.parquet"), other, true); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	_, err = job.Run(t.Context(), cfg)
+	if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "in/b.parquet") {
+		t.Fatalf("an input replaced under the job: %v, want ErrChanged naming it", err)
 	}
 }

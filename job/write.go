@@ -134,7 +134,10 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 		return nil, fmt.Errorf("%w: wrote %d rows and set %d aside of the %d read", ErrRowsLost, done, setAside, in.rows)
 	}
 	sum := &Summary{Output: c.Output, Rows: done, RowsIn: in.rows, RowsSetAside: setAside, ResumedRows: resumed, Stats: stats,
-		Batches: stats.Batches, PaddedRows: stats.PaddedRows}
+		Batches: stats.Batches, PaddedRows: stats.PaddedRows, Inputs: c.store.Traffic()}
+	if len(sum.Inputs) == 0 {
+		sum.Inputs = nil
+	}
 	return &written{sum: sum, schema: ds.Schema(), aside: a}, nil
 }
 

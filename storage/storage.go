@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -36,15 +37,70 @@ func IsURL(name string) bool {
 	return ok && rest != "" && scheme != "" && !strings.ContainsAny(scheme, `/\.`)
 }
 
-// Opener opens local files and objects by URL for reading. It keeps each
-// bucket it opened until Close; it is safe for concurrent use.
+// Opener opens local files and objects by URL. It keeps each bucket it
+// opened until Close; it is safe for concurrent use.
+//
+// An Opener reads each object as it was when it first saw it (its ETag,
+// pinned by the first Stat or Open): a later Open of an object that
+// changed since, and any read of an object replaced under it, fails with
+// ErrChanged, so a job that plans from one look at its inputs and reads
+// them later never mixes two versions. It counts the requests and bytes
+// each object's reads take (Traffic).
 type Opener struct {
 	mu      sync.Mutex
 	buckets map[string]*blob.Bucket // by bucket URL
+	objects map[string]*objectState // by URL
+}
+
+// objectState is what an Opener knows of an object it read.
+type objectState struct {
+	etag              string // pinned
+	size              int64
+	requests, fetched atomic.Int64
 }
 
 // NewOpener returns an Opener.
-func NewOpener() *Opener { return &Opener{buckets: map[string]*blob.Bucket{}} }
+func NewOpener() *Opener {
+	return &Opener{buckets: map[string]*blob.Bucket{}, objects: map[string]*objectState{}}
+}
+
+// Traffic is what reading one object took.
+type Traffic struct {
+	Size     int64 `json:"size"`
+	Requests int64 `json:"requests"`
+	// Bytes is the bytes fetched: Size for one full read, less for a read
+	// of some columns, more for parts read twice.
+	Bytes int64 `json:"bytes"`
+}
+
+// Traffic returns the requests made and bytes fetched for each object
+// read through o, by URL (without secrets).
+func (o *Opener) Traffic() map[string]Traffic {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]Traffic, len(o.objects))
+	for name, st := range o.objects {
+		out[redact(name)] = Traffic{Size: st.size, Requests: st.requests.Load(), Bytes: st.fetched.Load()}
+	}
+	return out
+}
+
+// seen records an object's attributes (one request made): the first
+// look pins its ETag; a later one that finds another is ErrChanged.
+func (o *Opener) seen(name string, attrs *blob.Attributes) (*objectState, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.objects[name]
+	if st == nil {
+		st = &objectState{etag: attrs.ETag, size: attrs.Size}
+		o.objects[name] = st
+	}
+	st.requests.Add(1)
+	if st.etag != attrs.ETag || st.size != attrs.Size {
+		return st, fmt.Errorf("storage: %s: %w since it was first read (ETag %s, now %s)", redact(name), ErrChanged, st.etag, attrs.ETag)
+	}
+	return st, nil
+}
 
 // Close closes the buckets opened.
 func (o *Opener) Close() error {
@@ -136,6 +192,35 @@ func (o *Opener) Stat(ctx context.Context, name string) (Info, error) {
 	return Info{Size: attrs.Size, ETag: attrs.ETag}, nil
 }
 
+// Pin returns what an input is, as Stat does, and pins an object's
+// version for the Opener's later reads of it: a job that plans from
+// these attributes reads the objects it planned from, or fails with
+// ErrChanged.
+func (o *Opener) Pin(ctx context.Context, name string) (Info, error) {
+	if !IsURL(name) {
+		return o.Stat(ctx, name)
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return Info{}, err
+	}
+	st, err := o.statPinned(ctx, b, name, ob.key)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Size: st.size, ETag: st.etag}, nil
+}
+
+// statPinned is Stat for a read: the object's attributes, checked
+// against the version the Opener pinned.
+func (o *Opener) statPinned(ctx context.Context, b *blob.Bucket, name, key string) (*objectState, error) {
+	attrs, err := b.Attributes(ctx, key)
+	if err != nil {
+		return nil, objectError(name, err)
+	}
+	return o.seen(name, attrs)
+}
+
 func (o *Opener) open(ctx context.Context, name string) (object, *blob.Bucket, error) {
 	ob, err := parse(name)
 	if err != nil {
@@ -207,11 +292,11 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	attrs, err := b.Attributes(ctx, ob.key)
+	st, err := o.statPinned(ctx, b, name, ob.key)
 	if err != nil {
-		return nil, objectError(name, err)
+		return nil, err
 	}
-	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: attrs.Size, opts: pinned(attrs.ETag)}, nil
+	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: st.size, opts: pinned(st.etag), state: st}, nil
 }
 
 // ErrChanged reports an object that changed while it was being read.
@@ -250,6 +335,7 @@ type objectFile struct {
 	size, off int64
 	opts      *blob.ReaderOptions // pins the object's version
 	stream    *blob.Reader        // open from off, for Read
+	state     *objectState        // counts the requests and bytes
 }
 
 func (f *objectFile) Size() int64 { return f.size }
@@ -283,12 +369,15 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 
 // readRange reads len(p) bytes from off in one request.
 func (f *objectFile) readRange(p []byte, off int64) (int, error) {
+	f.state.requests.Add(1)
 	r, err := f.b.NewRangeReader(f.ctx, f.key, off, int64(len(p)), f.opts)
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	return io.ReadFull(r, p)
+	n, err := io.ReadFull(r, p)
+	f.state.fetched.Add(int64(n))
+	return n, err
 }
 
 func (f *objectFile) Read(p []byte) (int, error) {
@@ -297,6 +386,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		if f.stream == nil {
+			f.state.requests.Add(1)
 			r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, f.opts)
 			if err != nil {
 				return 0, objectError(f.name, err)
@@ -305,6 +395,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 		}
 		n, err := f.stream.Read(p)
 		f.off += int64(n)
+		f.state.fetched.Add(int64(n))
 		switch {
 		case err == nil:
 			return n, nil

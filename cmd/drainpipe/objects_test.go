@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,12 +50,27 @@ func TestPredictFromS3(t *testing.T) {
 	}
 	// S3 to S3: a file output, and a folder output read back as a dataset.
 	for _, out := range []string{"out.parquet", "out/"} {
-		stdout, stderr, err = drainpipe("predict", "--model", model, "--input", srv.URL("data", "in-*.parquet"), "--output", srv.URL("data", out), "--keep", "id", "--quiet")
+		stats := filepath.Join(dir, "stats.json")
+		stdout, stderr, err = drainpipe("predict", "--model", model, "--input", srv.URL("data", "in-*.parquet"), "--output", srv.URL("data", out), "--keep", "id", "--quiet",
+			"--stats-json", stats, "--overwrite")
 		if err != nil || !strings.Contains(stdout, "rows=3000 ") {
 			t.Fatalf("%s: %v\n%s%s", out, err, stdout, stderr)
 		}
 		if a, b := table(t, local), table(t, srv.URL("data", out)); !array.RecordEqual(a, b) {
 			t.Fatalf("%s: the predictions written to S3 differ from the local job's", out)
+		}
+		// The statistics give each input object's requests and bytes.
+		var doc struct {
+			Inputs map[string]struct{ Size, Requests, Bytes int64 } `json:"inputs"`
+		}
+		if data, err := os.ReadFile(stats); err != nil || json.Unmarshal(data, &doc) != nil {
+			t.Fatalf("stats: %v", err)
+		}
+		for _, in := range []string{"in-0.parquet", "in-1.parquet"} {
+			tr, ok := doc.Inputs[redactedURL(srv, "data", in)]
+			if !ok || tr.Requests == 0 || tr.Bytes < tr.Size || tr.Bytes > tr.Size*105/100 {
+				t.Fatalf("stats of %s: %+v in %v", in, tr, doc.Inputs)
+			}
 		}
 	}
 	if _, err := os.Stat("s3:"); err == nil {
@@ -115,4 +132,12 @@ func table(t *testing.T, path string) arrow.RecordBatch {
 	}
 	t.Cleanup(whole.Release)
 	return whole
+}
+
+// redactedURL is the URL of a key as the statistics name it: the query
+// sorted, as net/url encodes it.
+func redactedURL(srv *s3test.Server, bucket, key string) string {
+	u, _ := url.Parse(srv.URL(bucket, key))
+	u.RawQuery = u.Query().Encode()
+	return u.String()
 }

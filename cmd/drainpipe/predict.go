@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -152,11 +153,14 @@ func writeStats(path string, s *job.Summary) error {
 	doc := stats{Summary: s, WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
 		DeviceSeconds: s.Stats.DeviceTime.Seconds(), ConsumerWaitSeconds: s.Stats.ConsumerWait.Seconds(),
 		PaddingWaste: s.Stats.PaddingWaste()}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // URLs and names as they are
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b.Bytes()); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	return nil

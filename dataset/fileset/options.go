@@ -83,6 +83,12 @@ func WithAllocator(mem memory.Allocator) Option { return func(c *filesConfig) { 
 // size.
 func WithMaxMemory(bytes int64) Option { return func(c *filesConfig) { c.maxMemory = bytes } }
 
+// WithOpener reads the files through o, which pins each object's
+// version from its first look on and counts the traffic of each (see
+// storage.Opener): one Opener shared by a job's planning and reading
+// makes them see the same objects. By default each call opens its own.
+func WithOpener(o *storage.Opener) Option { return func(c *filesConfig) { c.opener = o } }
+
 func newFilesConfig(opts []Option) (*filesConfig, error) {
 	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
