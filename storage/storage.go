@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -181,6 +182,13 @@ func (o *Opener) Stat(ctx context.Context, name string) (Info, error) {
 		}
 		return Info{Size: st.Size()}, nil
 	}
+	if isHTTP(name) {
+		attrs, err := statHTTP(ctx, name)
+		if err != nil {
+			return Info{}, err
+		}
+		return Info{Size: attrs.Size, ETag: attrs.ETag}, nil
+	}
 	ob, b, err := o.open(ctx, name)
 	if err != nil {
 		return Info{}, err
@@ -200,13 +208,23 @@ func (o *Opener) Pin(ctx context.Context, name string) (Info, error) {
 	if !IsURL(name) {
 		return o.Stat(ctx, name)
 	}
-	ob, b, err := o.open(ctx, name)
-	if err != nil {
-		return Info{}, err
-	}
-	st, err := o.statPinned(ctx, b, name, ob.key)
-	if err != nil {
-		return Info{}, err
+	var st *objectState
+	if isHTTP(name) {
+		attrs, err := statHTTP(ctx, name)
+		if err != nil {
+			return Info{}, err
+		}
+		if st, err = o.seen(name, attrs); err != nil {
+			return Info{}, err
+		}
+	} else {
+		ob, b, err := o.open(ctx, name)
+		if err != nil {
+			return Info{}, err
+		}
+		if st, err = o.statPinned(ctx, b, name, ob.key); err != nil {
+			return Info{}, err
+		}
 	}
 	return Info{Size: st.size, ETag: st.etag}, nil
 }
@@ -233,6 +251,9 @@ func (o *Opener) open(ctx context.Context, name string) (object, *blob.Bucket, e
 // objectError names the object (its URL without secrets) in err, and
 // makes a missing object ErrNotFound.
 func objectError(name string, err error) error {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrChanged) {
+		return fmt.Errorf("storage: %s: %w", redact(name), err)
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
@@ -288,6 +309,9 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 		}
 		return localFile{f, st.Size()}, nil
 	}
+	if isHTTP(name) {
+		return o.openHTTP(ctx, name)
+	}
 	ob, b, err := o.open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -296,7 +320,7 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &objectFile{ctx: ctx, b: b, name: name, key: ob.key, size: st.size, opts: pinned(st.etag), state: st}, nil
+	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, pinned(st.etag)), state: st}, nil
 }
 
 // ErrChanged reports an object that changed while it was being read.
@@ -330,12 +354,30 @@ func (f localFile) Size() int64 { return f.size }
 // it is given room for; Read streams from the offset on.
 type objectFile struct {
 	ctx       context.Context
-	b         *blob.Bucket
-	name, key string
+	name      string
 	size, off int64
-	opts      *blob.ReaderOptions // pins the object's version
-	stream    *blob.Reader        // open from off, for Read
-	state     *objectState        // counts the requests and bytes
+	// fetch asks for length bytes from off (-1: to the end) of the
+	// version the file was opened at, in one request.
+	fetch  func(ctx context.Context, off, length int64) (io.ReadCloser, error)
+	stream io.ReadCloser // open from off, for Read
+	state  *objectState  // counts the requests and bytes
+}
+
+// blobFetch fetches ranges of a bucket's object, pinned to a version.
+func blobFetch(b *blob.Bucket, key string, opts *blob.ReaderOptions) func(context.Context, int64, int64) (io.ReadCloser, error) {
+	return func(ctx context.Context, off, length int64) (io.ReadCloser, error) {
+		return b.NewRangeReader(ctx, key, off, length, opts)
+	}
+}
+
+// retryable reports whether a request that failed with err may succeed
+// if made again: a cut body, a refusal the server says is passing.
+func retryable(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status >= 500 || he.status == http.StatusTooManyRequests
+	}
+	return !errors.Is(err, ErrChanged) && !errors.Is(err, ErrNotFound) && gcerrors.Code(err) == gcerrors.Unknown
 }
 
 func (f *objectFile) Size() int64 { return f.size }
@@ -357,7 +399,7 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 	for attempt := 1; got < n; attempt++ {
 		k, err := f.readRange(p[got:n], off+got)
 		got += int64(k)
-		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || gcerrors.Code(err) != gcerrors.Unknown) {
+		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || !retryable(err)) {
 			return int(got), objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
 		}
 	}
@@ -370,7 +412,7 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 // readRange reads len(p) bytes from off in one request.
 func (f *objectFile) readRange(p []byte, off int64) (int, error) {
 	f.state.requests.Add(1)
-	r, err := f.b.NewRangeReader(f.ctx, f.key, off, int64(len(p)), f.opts)
+	r, err := f.fetch(f.ctx, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
@@ -387,7 +429,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 	for attempt := 1; ; attempt++ {
 		if f.stream == nil {
 			f.state.requests.Add(1)
-			r, err := f.b.NewRangeReader(f.ctx, f.key, f.off, -1, f.opts)
+			r, err := f.fetch(f.ctx, f.off, -1)
 			if err != nil {
 				return 0, objectError(f.name, err)
 			}
@@ -458,6 +500,15 @@ func (f *objectFile) Close() error {
 func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if !IsURL(pattern) {
 		return globLocal(pattern)
+	}
+	if isHTTP(pattern) {
+		if IsFolder(pattern) || strings.ContainsAny(pattern, "*?[{") {
+			return nil, fmt.Errorf("storage: %s: %w", redact(pattern), errReadOnly)
+		}
+		if _, err := o.Stat(ctx, pattern); err != nil {
+			return nil, err
+		}
+		return []string{pattern}, nil
 	}
 	ob, b, err := o.open(ctx, pattern)
 	if err != nil {

@@ -39,6 +39,9 @@ type Writer struct {
 // write: If-None-Match, so of two writers one wins).
 func (o *Opener) Create(ctx context.Context, name string, replace bool) (*Writer, error) {
 	w := &Writer{name: name, replace: replace}
+	if isHTTP(name) {
+		return nil, fmt.Errorf("storage: %s: %w", redact(name), errReadOnly)
+	}
 	if !IsURL(name) {
 		f, err := atomicfile.Create(name)
 		if err != nil {
@@ -149,6 +152,14 @@ func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		}
 		return data, err
 	}
+	if isHTTP(name) {
+		f, err := o.openHTTP(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return io.ReadAll(f)
+	}
 	ob, b, err := o.open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -167,6 +178,9 @@ func (o *Opener) Remove(ctx context.Context, name string) error {
 			return err
 		}
 		return nil
+	}
+	if isHTTP(name) {
+		return fmt.Errorf("storage: %s: %w", redact(name), errReadOnly)
 	}
 	ob, b, err := o.open(ctx, name)
 	if err != nil {
@@ -207,6 +221,9 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 			}
 		}
 		return out, nil
+	}
+	if isHTTP(dir) {
+		return nil, fmt.Errorf("storage: %s: %w", redact(dir), errReadOnly)
 	}
 	ob, b, err := o.open(ctx, dir)
 	if err != nil {
@@ -308,6 +325,9 @@ func folderKey(key string) string {
 func (o *Opener) RemoveAll(ctx context.Context, dir string) error {
 	if !IsURL(dir) {
 		return os.RemoveAll(dir)
+	}
+	if isHTTP(dir) {
+		return fmt.Errorf("storage: %s: %w", redact(dir), errReadOnly)
 	}
 	ob, b, err := o.open(ctx, dir)
 	if err != nil {
