@@ -11,17 +11,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
-// objectFiles returns the objects below prefix in the server's bucket, by
+// store is an object store the tests run against for real: its URLs, and
+// the folder where its objects are files (bucket/key).
+type store struct {
+	name   string
+	url    func(bucket, key string) string
+	root   string
+	bucket func(t testing.TB, name string)
+}
+
+// stores starts an S3 server and a GCS emulator for the test.
+func stores(t *testing.T) []store {
+	gcs := gcstest.Start(t)
+	return []store{s3Store(s3test.Start(t)), {"gcs", gcs.URL, gcs.Root, gcs.Bucket}}
+}
+
+func s3Store(srv *s3test.Server) store {
+	return store{"s3", srv.URL, srv.Root, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+}
+
+// objectFiles returns the objects below prefix in a store's bucket, by
 // key relative to prefix, with their bytes.
-func objectFiles(t *testing.T, srv *s3test.Server, bucket, prefix string) map[string][]byte {
+func objectFiles(t *testing.T, st store, bucket, prefix string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join(srv.Root, bucket)
+	root := filepath.Join(st.root, bucket)
 	files := map[string][]byte{}
 	err := filepath.WalkDir(filepath.Join(root, prefix), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -53,102 +74,107 @@ func equalFiles(t *testing.T, what string, got, want map[string][]byte) {
 	}
 }
 
-// s3Inputs copies the local inputs (a glob) into the server's bucket under
-// in/, and returns the glob that names them there.
-func s3Inputs(t *testing.T, srv *s3test.Server, bucket, glob string) string {
+// putInputs makes a bucket and uploads the local inputs (a glob) to it
+// under in/, and returns the glob that names them there.
+func putInputs(t *testing.T, st store, bucket, glob string) string {
 	t.Helper()
 	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("inputs %s: %v", glob, err)
 	}
-	dir := filepath.Join(srv.Bucket(t, bucket), "in")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	st.bucket(t, bucket)
+	o := storage.NewOpener()
+	defer o.Close()
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+		if err := o.WriteFile(t.Context(), st.url(bucket, "in/"+filepath.Base(f)), b, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return srv.URL(bucket, "in/*.parquet")
+	return st.url(bucket, "in/*.parquet")
 }
 
-// A job reads from and writes to a real S3 server, file and folder
-// outputs: every row once, in order, as a job on local disk writes them;
-// an interrupted run resumed gives the same objects, byte for byte; a run
-// leaves no lock behind.
+// A job reads from and writes to a real S3 server and a GCS emulator,
+// file and folder outputs: every row once, in order, as a job on local
+// disk writes them; an interrupted run resumed gives the same objects,
+// byte for byte; a run leaves no lock behind.
 func TestObjectStorageJob(t *testing.T) {
-	srv := s3test.Start(t)
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 1003)
-	input := s3Inputs(t, srv, "jobs", local)
-	for _, c := range []struct{ name, key string }{{"file", "preds.parquet"}, {"folder", "preds/"}} {
-		t.Run(c.name, func(t *testing.T) {
-			ref := t.TempDir() + "/" + c.key
-			if _, err := job.Run(t.Context(), config(mem, local, ref, m)); err != nil {
-				t.Fatal(err)
-			}
-			out := srv.URL("jobs", c.key)
-			sum, err := job.Run(t.Context(), config(mem, input, out, m))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum.Rows != 1003 || sum.RowsIn != 1003 {
-				t.Fatalf("summary %+v", sum)
-			}
-			// Each input object was fetched once, by a few range requests.
-			if len(sum.Inputs) != 2 {
-				t.Fatalf("traffic of %d inputs, want 2: %v", len(sum.Inputs), sum.Inputs)
-			}
-			for name, tr := range sum.Inputs {
-				t.Logf("%s: %+v", name, tr)
-				if tr.Bytes < tr.Size*9/10 || tr.Bytes > tr.Size*105/100 || tr.Requests > 12 {
-					t.Errorf("%s: %d requests, %d bytes fetched of %d", name, tr.Requests, tr.Bytes, tr.Size)
-				}
-			}
-			if got, want := outputIDs(t, out), outputIDs(t, ref); !slices.Equal(got, want) || len(got) != 1003 {
-				t.Fatalf("ids on S3 (%d) differ from the local job's (%d)", len(got), len(want))
-			}
-			whole := objectFiles(t, srv, "jobs", c.key)
-			if c.name == "folder" {
-				// The parts do not depend on where they were written.
-				local := folderFiles(t, ref)
-				for name := range local {
-					if strings.HasPrefix(name, "part-") && !bytes.Equal(local[name], whole[name]) {
-						t.Errorf("%s differs from the local job's", name)
-					}
-				}
-			}
-			if locks, _ := filepath.Glob(filepath.Join(srv.Root, "jobs", ".*lock")); len(locks) > 0 {
-				t.Fatalf("a finished job left its lock: %v", locks)
-			}
+	for _, st := range stores(t) {
+		input := putInputs(t, st, "jobs", local)
+		for _, c := range []struct{ name, key string }{{"file", "preds.parquet"}, {"folder", "preds/"}} {
+			t.Run(st.name+"/"+c.name, func(t *testing.T) { objectJob(t, st, input, local, m, c.name, c.key) })
+		}
+	}
+}
 
-			// The same job to another output, interrupted and resumed.
-			again := "again-" + c.key
-			cfg := config(mem, input, srv.URL("jobs", again), m)
-			interrupt(t, cfg, 400)
-			if parts := objectFiles(t, srv, "jobs", again+map[string]string{"file": ".parts"}[c.name]); len(parts) < 3 {
-				t.Fatalf("the interrupted run left %d objects, want its parts and manifest", len(parts))
+// objectJob runs the job of TestObjectStorageJob to one output (kind
+// "file" or "folder", at key).
+func objectJob(t *testing.T, st store, input, local string, m *cpu.MLP, kind, key string) {
+	mem := arrowtest.Allocator(t)
+	ref := t.TempDir() + "/" + key
+	if _, err := job.Run(t.Context(), config(mem, local, ref, m)); err != nil {
+		t.Fatal(err)
+	}
+	out := st.url("jobs", key)
+	sum, err := job.Run(t.Context(), config(mem, input, out, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 1003 || sum.RowsIn != 1003 {
+		t.Fatalf("summary %+v", sum)
+	}
+	// Each input object was fetched once, by a few range requests.
+	if len(sum.Inputs) != 2 {
+		t.Fatalf("traffic of %d inputs, want 2: %v", len(sum.Inputs), sum.Inputs)
+	}
+	for name, tr := range sum.Inputs {
+		t.Logf("%s: %+v", name, tr)
+		if tr.Bytes < tr.Size*9/10 || tr.Bytes > tr.Size*105/100 || tr.Requests > 12 {
+			t.Errorf("%s: %d requests, %d bytes fetched of %d", name, tr.Requests, tr.Bytes, tr.Size)
+		}
+	}
+	if got, want := outputIDs(t, out), outputIDs(t, ref); !slices.Equal(got, want) || len(got) != 1003 {
+		t.Fatalf("ids on S3 (%d) differ from the local job's (%d)", len(got), len(want))
+	}
+	whole := objectFiles(t, st, "jobs", key)
+	if kind == "folder" {
+		// The parts do not depend on where they were written.
+		local := folderFiles(t, ref)
+		for name := range local {
+			if strings.HasPrefix(name, "part-") && !bytes.Equal(local[name], whole[name]) {
+				t.Errorf("%s differs from the local job's", name)
 			}
-			cfg.Resume = true
-			sum, err = job.Run(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum.ResumedRows == 0 || sum.ResumedRows%128 != 0 || sum.Rows != 1003 || sum.AlreadyComplete {
-				t.Fatalf("resume: %+v", sum)
-			}
-			equalFiles(t, "resumed", objectFiles(t, srv, "jobs", again), whole)
-			if c.name == "file" {
-				if parts := objectFiles(t, srv, "jobs", again+".parts"); len(parts) > 0 {
-					t.Fatalf("the file output's parts stayed: %d objects", len(parts))
-				}
-			}
-		})
+		}
+	}
+	if locks, _ := filepath.Glob(filepath.Join(st.root, "jobs", ".*lock")); len(locks) > 0 {
+		t.Fatalf("a finished job left its lock: %v", locks)
+	}
+
+	// The same job to another output, interrupted and resumed.
+	again := "again-" + key
+	cfg := config(mem, input, st.url("jobs", again), m)
+	interrupt(t, cfg, 400)
+	if parts := objectFiles(t, st, "jobs", again+map[string]string{"file": ".parts"}[kind]); len(parts) < 3 {
+		t.Fatalf("the interrupted run left %d objects, want its parts and manifest", len(parts))
+	}
+	cfg.Resume = true
+	sum, err = job.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ResumedRows == 0 || sum.ResumedRows%128 != 0 || sum.Rows != 1003 || sum.AlreadyComplete {
+		t.Fatalf("resume: %+v", sum)
+	}
+	equalFiles(t, "resumed", objectFiles(t, st, "jobs", again), whole)
+	if kind == "file" {
+		if parts := objectFiles(t, st, "jobs", again+".parts"); len(parts) > 0 {
+			t.Fatalf("the file output's parts stayed: %d objects", len(parts))
+		}
 	}
 }
 
@@ -156,24 +182,30 @@ func TestObjectStorageJob(t *testing.T) {
 // conditional write, names the job holding it; a job that died leaves it,
 // and the next job says whose it is and takes it over only when told to.
 func TestObjectStorageLock(t *testing.T) {
-	srv := s3test.Start(t)
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 300)
-	input := s3Inputs(t, srv, "locks", local)
-	lock := filepath.Join(srv.Root, "locks", ".preds.lock")
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) { objectLock(t, st, local, m) })
+	}
+}
+
+func objectLock(t *testing.T, st store, local string, m *cpu.MLP) {
+	mem := arrowtest.Allocator(t)
+	input := putInputs(t, st, "locks", local)
+	lock := filepath.Join(st.root, "locks", ".preds.lock")
 	stale := `{"host":"worker-7","pid":4242,"started":"2026-11-30T10:00:00Z"}`
 	// Written as the dead job wrote it, through the server.
 	objects := storage.NewOpener()
 	defer objects.Close()
-	if err := objects.WriteFile(t.Context(), srv.URL("locks", ".preds.lock"), []byte(stale), false); err != nil {
+	if err := objects.WriteFile(t.Context(), st.url("locks", ".preds.lock"), []byte(stale), false); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config(mem, input, srv.URL("locks", "preds/"), m)
+	cfg := config(mem, input, st.url("locks", "preds/"), m)
 	_, err := job.Run(t.Context(), cfg)
 	if !errors.Is(err, job.ErrLocked) || !strings.Contains(err.Error(), "host worker-7, pid 4242") || !strings.Contains(err.Error(), "--break-lock") {
 		t.Fatalf("a held lock: %v", err)
 	}
-	if objects := objectFiles(t, srv, "locks", "preds"); len(objects) > 0 {
+	if objects := objectFiles(t, st, "locks", "preds"); len(objects) > 0 {
 		t.Fatalf("a locked-out job wrote %d objects", len(objects))
 	}
 	cfg.BreakLock = true
@@ -191,13 +223,14 @@ func TestObjectStorageLock(t *testing.T) {
 // that is gone by the resume is an error, never a hole in the output.
 func TestObjectStorageUploadFaults(t *testing.T) {
 	srv := s3test.Start(t)
+	st := s3Store(srv)
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 1003)
-	input := s3Inputs(t, srv, "faults", local)
+	input := putInputs(t, st, "faults", local)
 	if _, err := job.Run(t.Context(), config(mem, input, srv.URL("faults", "ref/"), m)); err != nil {
 		t.Fatal(err)
 	}
-	want := objectFiles(t, srv, "faults", "ref")
+	want := objectFiles(t, st, "faults", "ref")
 
 	proxy := srv.Proxy(t)
 	proxy.FailWrites = s3test.Matches("part-00002")
@@ -207,7 +240,7 @@ func TestObjectStorageUploadFaults(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "part-00002.parquet") {
 		t.Fatalf("a failed upload: %v, want an error naming the part", err)
 	}
-	got := objectFiles(t, srv, "faults", "preds")
+	got := objectFiles(t, st, "faults", "preds")
 	if _, ok := got["part-00002.parquet"]; ok || got["part-00001.parquet"] == nil {
 		t.Fatalf("after the failed upload the output holds %v, want parts 0 and 1 only", slices.Sorted(func(yield func(string) bool) {
 			for k := range got {
@@ -228,7 +261,7 @@ func TestObjectStorageUploadFaults(t *testing.T) {
 	if sum.ResumedRows != 256 {
 		t.Fatalf("resumed %d rows, want the 256 of the two committed parts", sum.ResumedRows)
 	}
-	resumed := objectFiles(t, srv, "faults", "preds")
+	resumed := objectFiles(t, st, "faults", "preds")
 	delete(resumed, "_manifest.json") // it names its inputs, through the proxy
 	delete(want, "_manifest.json")
 	equalFiles(t, "resumed after a failed upload", resumed, want)
@@ -250,9 +283,10 @@ func TestObjectStorageUploadFaults(t *testing.T) {
 // it planned from (pinned by their ETags).
 func TestObjectStorageInputChangesUnderTheJob(t *testing.T) {
 	srv := s3test.Start(t)
+	st := s3Store(srv)
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 1003)
-	input := s3Inputs(t, srv, "pins", local)
+	input := putInputs(t, st, "pins", local)
 	objects := storage.NewOpener()
 	defer objects.Close()
 	other, err := os.ReadFile(filepath.Join(srv.Root, "pins", "in", "a.parquet"))

@@ -13,6 +13,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
@@ -105,6 +106,35 @@ func TestReadPinsTheVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "s3://pinned/obj.bin") {
+		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
+	}
+}
+
+// On GCS the read is pinned to the object's generation: replaced under a
+// read, it is ErrChanged naming the object.
+func TestGCSReadPinsTheGeneration(t *testing.T) {
+	gcs := gcstest.Start(t)
+	gcs.Bucket(t, "pinned")
+	url := gcs.URL("pinned", "obj.bin")
+	o := storage.NewOpener()
+	defer o.Close()
+	first, second := bytes.Repeat([]byte("a"), 1<<16), bytes.Repeat([]byte("b"), 1<<16)
+	if err := o.WriteFile(t.Context(), url, first, false); err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, 100)
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, first[:100]) {
+		t.Fatalf("before the change: %v", err)
+	}
+	if err := o.WriteFile(t.Context(), url, second, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "gs://pinned/obj.bin") {
 		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	gcstorage "cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/bmatcuk/doublestar/v4"
@@ -56,6 +59,7 @@ type Opener struct {
 // objectState is what an Opener knows of an object it read.
 type objectState struct {
 	etag              string // pinned
+	generation        int64  // pinned too, on GCS (where reads match it, not the ETag)
 	size              int64
 	requests, fetched atomic.Int64
 }
@@ -94,6 +98,10 @@ func (o *Opener) seen(name string, attrs *blob.Attributes) (*objectState, error)
 	st := o.objects[name]
 	if st == nil {
 		st = &objectState{etag: attrs.ETag, size: attrs.Size}
+		var gcs gcstorage.ObjectAttrs
+		if attrs.As(&gcs) {
+			st.generation = gcs.Generation
+		}
 		o.objects[name] = st
 	}
 	st.requests.Add(1)
@@ -320,24 +328,34 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, pinned(st.etag)), state: st}, nil
+	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, st.pinned()), state: st}, nil
 }
 
 // ErrChanged reports an object that changed while it was being read.
 var ErrChanged = errors.New("the object changed while it was read")
 
 // pinned returns the read options that make every request of a read ask
-// for the object as it was when opened (If-Match its ETag, on S3), so that
-// a file replaced under a running read is an error, never a mix of two
-// versions.
-func pinned(etag string) *blob.ReaderOptions {
-	if etag == "" {
+// for the object as it was pinned: If-Match its ETag on S3 and Azure, its
+// generation on GCS. A file replaced under a running read is then an
+// error (412, FailedPrecondition), never a mix of two versions.
+func (st *objectState) pinned() *blob.ReaderOptions {
+	if st.etag == "" && st.generation == 0 {
 		return nil
 	}
 	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-		var in *s3.GetObjectInput
-		if as(&in) {
-			in.IfMatch = aws.String(etag)
+		var s3in *s3.GetObjectInput
+		var gcs **gcstorage.ObjectHandle
+		var az *azblob.DownloadStreamOptions
+		switch {
+		case as(&s3in):
+			s3in.IfMatch = aws.String(st.etag)
+		case st.generation != 0 && as(&gcs):
+			// That generation, or none: in a bucket without versions a
+			// replaced object's old generation is gone (404).
+			*gcs = (*gcs).Generation(st.generation)
+		case as(&az):
+			etag := azcore.ETag(st.etag)
+			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
 		}
 		return nil
 	}}
@@ -400,13 +418,22 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 		k, err := f.readRange(p[got:n], off+got)
 		got += int64(k)
 		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || !retryable(err)) {
-			return int(got), objectError(f.name, fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+			return int(got), f.readError(fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
 		}
 	}
 	if n < int64(len(p)) {
 		return int(got), io.EOF
 	}
 	return int(got), nil
+}
+
+// readError names the object in a read's error; an object gone since it
+// was opened (or, on GCS, whose pinned generation is gone) has changed.
+func (f *objectFile) readError(err error) error {
+	if errors.Is(err, ErrNotFound) || gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("storage: %s: %w (gone, or replaced)", redact(f.name), ErrChanged)
+	}
+	return objectError(f.name, err)
 }
 
 // readRange reads len(p) bytes from off in one request.
@@ -431,7 +458,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 			f.state.requests.Add(1)
 			r, err := f.fetch(f.ctx, f.off, -1)
 			if err != nil {
-				return 0, objectError(f.name, err)
+				return 0, f.readError(err)
 			}
 			f.stream = r
 		}
@@ -454,7 +481,7 @@ func (f *objectFile) Read(p []byte) (int, error) {
 		f.stream.Close()
 		f.stream = nil
 		if attempt == readAttempts || f.ctx.Err() != nil {
-			return 0, objectError(f.name, err)
+			return 0, f.readError(err)
 		}
 	}
 }

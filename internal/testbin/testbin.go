@@ -1,0 +1,89 @@
+// Package testbin builds the real servers tests run against (an S3
+// server, a GCS emulator) from the Go module proxy, once, into the user's
+// cache folder, and starts them on 127.0.0.1 with a free port.
+package testbin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Binary returns the path of the command pkg@version (go install's
+// syntax), building it into the user's cache folder if it is not there
+// yet.
+func Binary(pkg, version string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	name := path.Base(pkg)
+	dir := filepath.Join(cache, "drainpipe-test", name+"-"+version)
+	bin := filepath.Join(dir, name)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	// Built into a folder of its own, then renamed: packages whose tests
+	// build it at once each get a whole binary.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("go", "install", pkg+"@"+version)
+	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s@%s: %w: %s", pkg, version, err, out)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(bin); serr != nil {
+			return "", err
+		}
+	}
+	return bin, nil
+}
+
+// Start runs bin with args (which take the address from addr, given a
+// free 127.0.0.1 port) until the test ends, and waits until it listens.
+func Start(t testing.TB, bin string, args func(addr string) []string) (addr string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args(addr)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start listening on %s: %v", filepath.Base(bin), addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
