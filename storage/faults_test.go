@@ -138,3 +138,45 @@ func TestGCSReadPinsTheGeneration(t *testing.T) {
 		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
 	}
 }
+
+// What a person can act on, in one line naming the URL and never the
+// secret: a bucket that does not exist, credentials refused, credentials
+// missing (S3's chain, Google's default credentials).
+func TestCredentialAndBucketErrors(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "there")
+	ctx := t.Context()
+	check := func(what string, err error, want error, says ...string) {
+		t.Helper()
+		if !errors.Is(err, want) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s: %v, want %v in one line", what, err, want)
+		}
+		for _, s := range says {
+			if !strings.Contains(err.Error(), s) {
+				t.Fatalf("%s: %v does not say %q", what, err, s)
+			}
+		}
+	}
+	_, err := storage.NewOpener().Glob(ctx, srv.URL("nobucket", "*.parquet"))
+	check("an unknown bucket", err, storage.ErrNotFound, "s3://nobucket/", "no such bucket")
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-1234")
+	_, err = storage.NewOpener().Open(ctx, srv.URL("there", "a.parquet"))
+	check("a wrong secret", err, storage.ErrDenied, "s3://there/a.parquet")
+	if strings.Contains(err.Error(), "not-the-secret-1234") {
+		t.Fatalf("the secret in the message: %v", err)
+	}
+
+	os.Unsetenv("AWS_SECRET_ACCESS_KEY")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true") // no instance role to look for
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	_, err = storage.NewOpener().Open(ctx, srv.URL("there", "a.parquet"))
+	check("no AWS credentials", err, storage.ErrNoCredentials, "s3://there/a.parquet", "AWS_ACCESS_KEY_ID")
+
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "none.json"))
+	_, err = storage.NewOpener().Open(ctx, "gs://some-bucket/a.parquet")
+	check("no Google credentials", err, storage.ErrNoCredentials, "gs://some-bucket", "GOOGLE_APPLICATION_CREDENTIALS")
+}
