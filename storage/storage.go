@@ -24,11 +24,11 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/bmatcuk/doublestar/v4"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcp"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
 	_ "gocloud.dev/blob/s3blob"    // s3://
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
 
 	"github.com/drainpipe/drainpipe/format"
 )
