@@ -152,3 +152,49 @@ func readAll(t *testing.T, name string) []arrow.RecordBatch {
 	}
 	return out
 }
+
+// ReadAhead serves an in-order reader's small reads from blocks: a
+// request a block, the bytes as the file holds them.
+func TestReadAhead(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 1<<20+123)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := serveFiles(t, dir, true) + "/f.bin"
+	o := storage.NewOpener()
+	defer o.Close()
+	f, err := o.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := storage.ReadAhead(f, 256<<10)
+	var got []byte
+	for off := int64(0); off < int64(len(data)); {
+		p := make([]byte, 1000+off%3000) // pieces of all sizes, some across blocks
+		n, err := r.ReadAt(p, off)
+		got = append(got, p[:n]...)
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, not the file's %d", len(got), len(data))
+	}
+	if n, err := r.ReadAt(make([]byte, 10), int64(len(data))); n != 0 || err != io.EOF {
+		t.Fatalf("at the end: %d, %v", n, err)
+	}
+	// A HEAD, then about a request a block (a piece across two blocks
+	// starts the next one where it starts).
+	if tr := o.Traffic()[url]; tr.Requests > 1+2*(int64(len(data))>>18+1) {
+		t.Fatalf("%d requests for %d blocks", tr.Requests, len(data)>>18+1)
+	}
+}

@@ -37,6 +37,12 @@ func (c *filesConfig) openIPC(path string, mem memory.Allocator) (fileReader, er
 	// No message of a file is longer than the file.
 	r := &ipcReader{f: f, c: c}
 	if c.format == format.IPCFile {
+		if storage.IsURL(path) {
+			// The reader asks for each message's metadata, then its body:
+			// from an object, a request for each would be most of the
+			// read's time.
+			f = storage.ReadAhead(f, 8<<20)
+		}
 		r.file, err = ipc.NewFileReader(f, ipc.WithAllocator(mem), ipc.WithMetadataSizeLimit(size), ipc.WithBodySizeLimit(size))
 		if err == nil {
 			r.full = r.file.Schema()

@@ -10,14 +10,19 @@ import (
 	"github.com/drainpipe/drainpipe/storage"
 )
 
+// groupsAhead is how many row groups past the one being decoded are
+// fetched at once: two requests in flight fetch 1.7 times the bytes a
+// second of one on loopback S3.
+const groupsAhead = 2
+
 // coalesceGap is the largest hole between two column chunks that a
 // prefetch reads through to make one request of them.
 const coalesceGap = 1 << 20
 
 // prefetcher reads a Parquet object's column chunks ahead of the decoders
 // (Arrow C++'s pre-buffering is the model): when a read falls in a row
-// group, that group's chunks and the next group's are fetched, adjacent
-// chunks in one request, while the group is decoded. A read it holds no
+// group, that group's chunks and the next groupsAhead groups' are
+// fetched, adjacent chunks in one request, while the group is decoded. A read it holds no
 // fetched byteRange for goes to the object directly, so what it serves is the
 // object's bytes either way.
 type prefetcher struct {
@@ -30,6 +35,9 @@ type prefetcher struct {
 	order  []int               // the row groups to be read, in order
 	spans  map[int][]byteRange // by row group: the coalesced chunk ranges
 	loaded map[int][]*fetch    // by row group
+	// free holds the buffers of groups read: reused, they need neither
+	// allocating nor clearing (which cost a tenth of an object's read).
+	free [][]byte
 }
 
 type byteRange struct{ off, n int64 }
@@ -39,6 +47,10 @@ type fetch struct {
 	done chan struct{}
 	data []byte
 	err  error
+	// users counts the reads copying from data (under the prefetcher's
+	// lock); a dropped fetch's buffer is freed when the last is done.
+	users   int
+	dropped bool
 }
 
 func newPrefetcher(f storage.File) *prefetcher {
@@ -95,8 +107,17 @@ func coalesce(chunks []byteRange) []byteRange {
 func (p *prefetcher) ReadAt(b []byte, off int64) (int, error) {
 	if f := p.cached(off, int64(len(b))); f != nil {
 		<-f.done
-		if f.err == nil {
-			return copy(b, f.data[off-f.off:]), nil
+		n, err := 0, f.err
+		if err == nil {
+			n = copy(b, f.data[off-f.off:])
+		}
+		p.mu.Lock()
+		if f.users--; f.users == 0 && f.dropped {
+			p.free = append(p.free, f.data)
+		}
+		p.mu.Unlock()
+		if err == nil {
+			return n, nil
 		}
 	}
 	return p.File.ReadAt(b, off)
@@ -112,15 +133,15 @@ func (p *prefetcher) cached(off, n int64) *fetch {
 			if off < s.off || off+n > s.off+s.n {
 				continue
 			}
-			p.load(g)
-			if i+1 < len(p.order) {
-				p.load(p.order[i+1])
+			for _, next := range p.order[i:min(i+1+groupsAhead, len(p.order))] {
+				p.load(next)
 			}
 			for _, before := range p.order[:i] {
-				delete(p.loaded, before)
+				p.drop(before)
 			}
 			for _, f := range p.loaded[g] {
 				if f.off == s.off {
+					f.users++
 					return f
 				}
 			}
@@ -135,7 +156,7 @@ func (p *prefetcher) load(g int) {
 		return
 	}
 	for _, s := range p.spans[g] {
-		f := &fetch{byteRange: s, done: make(chan struct{})}
+		f := &fetch{byteRange: s, done: make(chan struct{}), data: p.buffer(s.n)}
 		p.loaded[g] = append(p.loaded[g], f)
 		p.wg.Go(func() {
 			defer close(f.done)
@@ -143,13 +164,40 @@ func (p *prefetcher) load(g int) {
 				f.err = p.ctx.Err()
 				return
 			}
-			f.data = make([]byte, s.n)
 			_, f.err = p.File.ReadAt(f.data, s.off)
 		})
 	}
 	if p.loaded[g] == nil {
 		p.loaded[g] = []*fetch{}
 	}
+}
+
+// buffer returns a slice of n bytes, a freed one if one is large enough.
+// p.mu is held.
+func (p *prefetcher) buffer(n int64) []byte {
+	for i, b := range p.free {
+		if int64(cap(b)) >= n {
+			p.free = slices.Delete(p.free, i, i+1)
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// drop forgets row group g's fetches, keeping the buffers of those done,
+// once no read copies from them, for the groups to come. p.mu is held.
+func (p *prefetcher) drop(g int) {
+	for _, f := range p.loaded[g] {
+		f.dropped = true
+		select {
+		case <-f.done:
+			if f.users == 0 {
+				p.free = append(p.free, f.data)
+			}
+		default: // still under way: its buffer goes with it
+		}
+	}
+	delete(p.loaded, g)
 }
 
 // Close stops the fetches under way, waits for them, and closes the object.

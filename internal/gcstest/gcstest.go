@@ -38,7 +38,7 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("gcstest: %v", err)
 	}
 	root := t.TempDir()
-	addr := testbin.Start(t, bin, func(addr string) []string {
+	addr, _ := testbin.Start(t, bin, func(addr string) []string {
 		_, port, _ := net.SplitHostPort(addr)
 		return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", port, "-backend", "filesystem",
 			"-filesystem-root", root, "-public-host", addr, "-log-level", "error"}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/drainpipe/drainpipe/internal/testbin"
 )
@@ -30,7 +31,11 @@ type Server struct {
 	// Root is the folder its buckets are in: a bucket is a folder, an
 	// object a file below it.
 	Root string
+	proc *os.Process
 }
+
+// CPU returns the CPU time the server has used so far (Linux).
+func (s *Server) CPU() time.Duration { return testbin.CPU(s.proc) }
 
 // Start builds (once) and starts a server for the test, which stops it
 // when it ends, and sets the AWS SDK's credential and region variables.
@@ -41,13 +46,13 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("s3test: %v", err)
 	}
 	root, meta := t.TempDir(), t.TempDir()
-	addr := testbin.Start(t, bin, func(addr string) []string {
+	addr, proc := testbin.Start(t, bin, func(addr string) []string {
 		return []string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", "--sidecar", meta, root}
 	})
 	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
-	return &Server{Endpoint: "http://" + addr, Root: root}
+	return &Server{Endpoint: "http://" + addr, Root: root, proc: proc}
 }
 
 // Bucket makes a bucket and returns its folder.

@@ -4,6 +4,7 @@
 package testbin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,7 +58,8 @@ func Binary(pkg, version string) (string, error) {
 
 // Start runs bin with args (which take the address from addr, given a
 // free 127.0.0.1 port) until the test ends, and waits until it listens.
-func Start(t testing.TB, bin string, args func(addr string) []string) (addr string) {
+// It returns the address and the process.
+func Start(t testing.TB, bin string, args func(addr string) []string) (addr string, proc *os.Process) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,7 +83,7 @@ func Start(t testing.TB, bin string, args func(addr string) []string) (addr stri
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return addr
+			return addr, cmd.Process
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not start listening on %s: %v", filepath.Base(bin), addr, err)
@@ -87,3 +91,24 @@ func Start(t testing.TB, bin string, args func(addr string) []string) (addr stri
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// CPU returns the CPU time (user and system) a process has used so far,
+// from /proc on Linux; 0 elsewhere.
+func CPU(proc *os.Process) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", proc.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times: 100 on
+// every architecture Go supports.
+const clockTicks = 100

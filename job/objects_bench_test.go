@@ -1,0 +1,74 @@
+package job_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+// BenchmarkJobS3VsLocal runs the same job, 200,000 rows of id + 64
+// features in Parquet through an MLP 64-256-256-10, disk to disk and from
+// a local S3 server (VersityGW on 127.0.0.1) to it, folder and file
+// outputs, in interleaved rounds; it reports each rate and the S3 ÷ disk
+// ratio (median of the rounds). The server runs on the same cores.
+//
+//	go test -tags openblas -run '^$' -bench JobS3VsLocal -benchtime 1x ./job
+func BenchmarkJobS3VsLocal(b *testing.B) {
+	const rows, features = 200_000, 64
+	mem := memory.NewGoAllocator()
+	srv := s3test.Start(b)
+	dir := srv.Bucket(b, "bench")
+	input := filepath.Join(dir, "in.parquet")
+	w, err := sink.Create(input, dataset.TensorSchema(features))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, rows, features, 4096, 1).Records()); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	m, err := cpu.NewMLP([]int{features, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	local := b.TempDir()
+	run := func(in, out string) time.Duration {
+		began := time.Now()
+		sum, err := job.Run(b.Context(), job.Config{Inputs: []string{in}, Output: out, Model: m, ModelID: "bench", InputSize: features,
+			Keep: []string{"id"}, BatchSize: 256, Prefetch: -1, Overwrite: true, Allocator: mem})
+		if err != nil || sum.Rows != rows {
+			b.Fatalf("%s: %v", out, err)
+		}
+		return time.Since(began)
+	}
+	for _, out := range []string{"preds/", "preds.parquet"} {
+		b.Run(out[:5]+map[bool]string{true: "-folder", false: "-file"}[out == "preds/"], func(b *testing.B) {
+			var disk, s3, ratio []float64
+			for range b.N {
+				for range 3 {
+					d := run(input, local+"/"+out).Seconds()
+					s := run(srv.URL("bench", "in.parquet"), srv.URL("bench", out)).Seconds()
+					disk, s3, ratio = append(disk, rows/d), append(s3, rows/s), append(ratio, d/s)
+				}
+			}
+			med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+			b.ReportMetric(med(disk), "disk_rows/s")
+			b.ReportMetric(med(s3), "s3_rows/s")
+			b.ReportMetric(med(ratio), "s3/disk")
+		})
+	}
+	os.RemoveAll(local)
+}
