@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -362,14 +363,13 @@ var ErrChanged = errors.New("the object changed while it was read")
 // generation on GCS. A file replaced under a running read is then an
 // error (412, FailedPrecondition), never a mix of two versions.
 func (st *objectState) pinned() *blob.ReaderOptions {
-	if st.etag == "" && st.generation == 0 {
-		return nil
-	}
 	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
 		var s3in *s3.GetObjectInput
 		var gcs **gcstorage.ObjectHandle
 		var az *azblob.DownloadStreamOptions
+		quiet(as)
 		switch {
+		case st.etag == "" && st.generation == 0:
 		case as(&s3in):
 			s3in.IfMatch = aws.String(st.etag)
 		case st.generation != 0 && as(&gcs):
@@ -383,6 +383,20 @@ func (st *objectState) pinned() *blob.ReaderOptions {
 		return nil
 	}}
 }
+
+// quiet keeps the AWS SDK from logging, to stderr, a warning for every
+// whole-object GET whose response carries no checksum (an S3-compatible
+// server's often does not): a read's result is checked by its length and
+// pinned version, and a CLI's stderr is its user's.
+func quiet(as func(any) bool) {
+	var s3opts *[]func(*s3.Options)
+	if as(&s3opts) {
+		*s3opts = append(*s3opts, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true })
+	}
+}
+
+// quietRead is the options of an unpinned read.
+var quietRead = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error { quiet(as); return nil }}
 
 type localFile struct {
 	*os.File
@@ -549,7 +563,7 @@ func (f *objectFile) Close() error {
 //   - any other name, if it exists.
 func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if !IsURL(pattern) {
-		return globLocal(pattern)
+		return o.globLocal(pattern)
 	}
 	if isHTTP(pattern) {
 		if IsFolder(pattern) || strings.ContainsAny(pattern, "*?[{") {
@@ -596,6 +610,9 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 		if err := finished(keys, prefix, pattern); err != nil {
 			return nil, err
 		}
+		if named, ok, err := o.manifestFiles(ctx, pattern, keys, prefix); ok || err != nil {
+			return named, err
+		}
 	}
 	var out []string
 	for _, key := range keys {
@@ -607,7 +624,7 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return out, nil
 }
 
-func globLocal(pattern string) ([]string, error) {
+func (o *Opener) globLocal(pattern string) ([]string, error) {
 	if strings.ContainsAny(pattern, "*?[{") {
 		if !doublestar.ValidatePattern(filepath.ToSlash(pattern)) {
 			return nil, fmt.Errorf("storage: pattern %q: %w", pattern, doublestar.ErrBadPattern)
@@ -650,6 +667,9 @@ func globLocal(pattern string) ([]string, error) {
 	if err := finished(names, "", pattern); err != nil {
 		return nil, err
 	}
+	if named, ok, err := o.manifestFiles(context.Background(), pattern, names, ""); ok || err != nil {
+		return named, err
+	}
 	slices.Sort(files)
 	return files, nil
 }
@@ -672,6 +692,44 @@ func finished(names []string, prefix, folder string) error {
 		return fmt.Errorf("storage: %s holds an output still being written (a _manifest.json, no _SUCCESS)", redact(folder))
 	}
 	return nil
+}
+
+// manifestFiles returns the files a finished output folder's manifest
+// names, in its order, when it has one (_manifest.json beside _SUCCESS):
+// the dataset the writer committed, not whatever else the folder holds,
+// such as the files of an earlier run of more shards. names is the
+// folder's listing (keys under prefix, for an object store).
+func (o *Opener) manifestFiles(ctx context.Context, folder string, names []string, prefix string) ([]string, bool, error) {
+	if !slices.Contains(names, prefix+"_manifest.json") || !slices.Contains(names, prefix+"_SUCCESS") {
+		return nil, false, nil
+	}
+	data, err := o.ReadFile(ctx, Join(folder, "_manifest.json"))
+	if err != nil {
+		return nil, true, err
+	}
+	// A job's folder lists its parts, a Beam pipeline's its files.
+	var m struct {
+		Parts, Files []struct {
+			File string `json:"file"`
+		}
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, true, fmt.Errorf("storage: %s: unreadable _manifest.json: %w", redact(folder), err)
+	}
+	var out []string
+	for _, f := range append(m.Parts, m.Files...) {
+		if f.File == "" {
+			continue // a part whose rows were all set aside
+		}
+		if !slices.Contains(names, prefix+f.File) {
+			return nil, true, fmt.Errorf("storage: %s: its _manifest.json names %s, which is not there", redact(folder), f.File)
+		}
+		out = append(out, Join(folder, f.File))
+	}
+	if len(out) == 0 {
+		return nil, false, nil // names no file: read what the folder holds
+	}
+	return out, true, nil
 }
 
 // gcsCredentials checks, before a gs:// bucket is opened, that Google's

@@ -46,7 +46,7 @@ func TestLocal(t *testing.T) {
 // refused.
 func TestGlobFoldersAndDoubleStar(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"a.parquet", "sub/b.parquet", "sub/deep/c.csv", "sub/notes.txt", "_manifest.json",
+	for _, name := range []string{"a.parquet", "sub/b.parquet", "sub/deep/c.csv", "sub/notes.txt",
 		"_SUCCESS", ".tmp-x.parquet", "sub/_part.parquet"} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -77,6 +77,21 @@ func TestGlobFoldersAndDoubleStar(t *testing.T) {
 		if err != nil || rel(got) != want {
 			t.Errorf("Glob(%s) = %q, %v; want %q", pattern, rel(got), err, want)
 		}
+	}
+	// A finished output folder with a manifest is what its manifest names,
+	// in its order: not a file an earlier run left, nor one named twice.
+	manifest := `{"parts": [{"file": "sub/b.parquet"}, {"file": ""}, {"file": "a.parquet"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "_manifest.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.Glob(context.Background(), dir); err != nil || rel(got) != "sub/b.parquet a.parquet" {
+		t.Errorf("a folder with a manifest: %q, %v", rel(got), err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_manifest.json"), []byte(`{"files": [{"file": "gone.parquet"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Glob(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "names gone.parquet, which is not there") {
+		t.Errorf("a manifest naming a missing file: %v", err)
 	}
 	if err := os.Remove(filepath.Join(dir, "_SUCCESS")); err != nil {
 		t.Fatal(err)

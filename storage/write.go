@@ -164,7 +164,12 @@ func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := b.ReadAll(ctx, ob.key)
+	r, err := b.NewReader(ctx, ob.key, quietRead)
+	if err != nil {
+		return nil, objectError(name, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, objectError(name, err)
 	}
