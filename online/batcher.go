@@ -209,12 +209,18 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 		// pointer from now on.
 		b.seen.Store(s)
 	}
-	if err := context.Cause(ctx); err != nil {
-		return nil, err
-	}
 	rows := int(rec.NumRows())
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := context.Cause(ctx); err != nil {
+		// Over before it began: counted as the ones that end queued are.
+		if errors.Is(err, context.DeadlineExceeded) {
+			b.stats.Timeouts++
+		} else {
+			b.stats.Cancellations++
+		}
+		return nil, err
+	}
 	if b.closing {
 		return nil, ErrClosed
 	}

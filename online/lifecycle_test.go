@@ -56,10 +56,36 @@ func TestBatcherCloseDrainsOrGivesUp(t *testing.T) {
 		}
 		wg.Wait()
 		close(errs)
+		// The queued request and the one whose batch was cut both fail
+		// with ErrClosed (a server answers 503, not "canceled"), counted.
 		for err := range errs {
-			if !errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, online.ErrClosed) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("request at a Close past its deadline: %v", err)
 			}
+		}
+		if st := b.Stats(); st.Failures != 2 {
+			t.Fatalf("stats after Close cut two requests: %+v", st)
+		}
+		m.AssertLifecycle(t, 1)
+
+		// A request over before it arrives counts as a timeout or a
+		// cancellation, as one that ends in the queue does.
+		m = &fakedev.Model{}
+		b = newBatcher(t, m, online.Options{}, predict.WithBatchSize(2), predict.WithAllocator(mem))
+		expired, cancel2 := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+		defer cancel2()
+		cancelled, cancel3 := context.WithCancel(t.Context())
+		cancel3()
+		for _, ctx := range []context.Context{expired, cancelled} {
+			if err := ask(t, ctx, b, mem, 0, 1); err == nil {
+				t.Fatal("a request over before it arrived was answered")
+			}
+		}
+		if st := b.Stats(); st.Timeouts != 1 || st.Cancellations != 1 {
+			t.Fatalf("stats after an expired and a cancelled request: %+v", st)
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 		m.AssertLifecycle(t, 1)
 	})

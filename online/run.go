@@ -29,6 +29,11 @@ func (b *Batcher) run(w *predict.Group, j *job) {
 	began := time.Now()
 	out, err := b.predict(w, j)
 	device := time.Since(began)
+	if err != nil && b.base.Err() != nil {
+		// Cut by Close's deadline: the requests' answer is Close's cause
+		// (ErrClosed), not the context.Canceled the device saw.
+		err = fmt.Errorf("online: batch %d cut: %w", j.index, context.Cause(b.base))
+	}
 	// Count the batch before its requests' callers wake, so Stats read
 	// after Predict returns includes it.
 	b.mu.Lock()
@@ -193,7 +198,7 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 	waited := r.waited
 	if err == nil {
 		b.stats.answered(r, latency)
-	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	} else if errors.Is(err, ErrClosed) || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		b.stats.Failures++
 	}
 	b.mu.Unlock()

@@ -186,7 +186,7 @@ func decodeInferJSON(body []byte, timeoutHeader string) (*inferRequest, error) {
 		if len(t.Data) == 0 {
 			return nil, invalid(fmt.Errorf("input %q: no data", t.Name))
 		}
-		data, err := d.fromJSON(t.Data, n)
+		data, err := d.fromJSON(t.Data, t.Shape, n)
 		if err != nil {
 			return nil, invalid(fmt.Errorf("input %q: %w", t.Name, err))
 		}
@@ -252,7 +252,7 @@ func restTimeout(header string, param json.RawMessage) (time.Duration, error) {
 
 // finish writes the access log and the request metrics.
 func (s *Server) finish(ctx context.Context, protocol, model, code, remote string, req *inferRequest, resp *inferResponse, took time.Duration, err error) {
-	s.metrics.request(model, protocol, code, took)
+	s.metrics.request(s.modelLabel(model), protocol, code, took)
 	attrs := []slog.Attr{slog.String("protocol", protocol), slog.String("model", model), slog.String("code", code), slog.Duration("took", took)}
 	if req != nil && req.id != "" {
 		attrs = append(attrs, slog.String("id", req.id))
@@ -267,6 +267,18 @@ func (s *Server) finish(ctx context.Context, protocol, model, code, remote strin
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	s.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+}
+
+// unknownModel is the metrics' model label of every name the server does
+// not serve: a client that makes names up adds one label value, not one
+// series a name.
+const unknownModel = "_unknown"
+
+func (s *Server) modelLabel(name string) string {
+	if s.served[name] {
+		return name
+	}
+	return unknownModel
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -28,6 +28,7 @@ var ErrDrainTimeout = errors.New("serve: drain timeout passed before every reque
 // run it with Run.
 type Server struct {
 	specs   []ModelSpec
+	served  map[string]bool // the names of specs, for metric labels
 	cfg     config
 	metrics *metrics
 
@@ -95,7 +96,7 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{specs: specs, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{})}, nil
+	return &Server{specs: specs, served: seen, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once every model's sessions have started and answered a

@@ -34,8 +34,9 @@ type TensorMetadata struct {
 // dtype is what the server knows of one protocol datatype.
 type dtype interface {
 	arrowType() arrow.DataType
-	// fromJSON decodes n elements from a JSON array, nested or flat.
-	fromJSON(raw json.RawMessage, n int) (any, error)
+	// fromJSON decodes the n elements of shape from a JSON array, nested
+	// or flat.
+	fromJSON(raw json.RawMessage, shape []int64, n int) (any, error)
 	fromContents(c *pb.InferTensorContents) (any, error)
 	fromRaw(b []byte, n int) (any, error)
 	toContents(data any) *pb.InferTensorContents
@@ -123,8 +124,8 @@ type numeric[T, W number] struct {
 
 func (d numeric[T, W]) arrowType() arrow.DataType { return d.typ }
 
-func (d numeric[T, W]) fromJSON(raw json.RawMessage, n int) (any, error) {
-	return decodeJSON[T](raw, n)
+func (d numeric[T, W]) fromJSON(raw json.RawMessage, shape []int64, n int) (any, error) {
+	return decodeJSON[T](raw, shape, n)
 }
 
 func (d numeric[T, W]) fromContents(c *pb.InferTensorContents) (any, error) {
@@ -204,7 +205,9 @@ type boolType struct{}
 
 func (boolType) arrowType() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
 
-func (boolType) fromJSON(raw json.RawMessage, n int) (any, error) { return decodeJSON[bool](raw, n) }
+func (boolType) fromJSON(raw json.RawMessage, shape []int64, n int) (any, error) {
+	return decodeJSON[bool](raw, shape, n)
+}
 
 func (boolType) fromContents(c *pb.InferTensorContents) (any, error) { return c.BoolContents, nil }
 
