@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
@@ -22,6 +26,8 @@ var grpcCode = map[Code]codes.Code{
 	CodeInternal:    codes.Internal,
 	CodeUnavailable: codes.Unavailable,
 	CodeDeadline:    codes.DeadlineExceeded,
+	CodeMethod:      codes.Unimplemented,
+	CodeSlowBody:    codes.DeadlineExceeded,
 }
 
 func grpcError(err error) error { return status.Error(grpcCode[codeOf(err)], err.Error()) }
@@ -30,6 +36,28 @@ func grpcError(err error) error { return status.Error(grpcCode[codeOf(err)], err
 type grpcService struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	s *Server
+	// garbled holds the infer requests whose bytes were not a message,
+	// by the empty message the handler gets, with the decoding error.
+	garbled sync.Map
+}
+
+// inferCodec is gRPC's proto codec, except that an infer request that is
+// not a protobuf message reaches the handler (empty, its error noted), to
+// be answered INVALID_ARGUMENT and counted as any bad request is: grpc-go
+// answers a codec's error INTERNAL, before any handler sees it.
+type inferCodec struct {
+	encoding.CodecV2
+	g *grpcService
+}
+
+func (c inferCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	err := c.CodecV2.Unmarshal(data, v)
+	if req, ok := v.(*pb.ModelInferRequest); ok && err != nil {
+		proto.Reset(req)
+		c.g.garbled.Store(req, err)
+		return nil
+	}
+	return err
 }
 
 func (g *grpcService) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
@@ -71,7 +99,13 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequ
 // request with raw_input_contents, typed contents otherwise.
 func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
 	began := time.Now()
-	req, err := decodeGRPC(in)
+	var req *inferRequest
+	var err error
+	if bad, ok := g.garbled.LoadAndDelete(in); ok {
+		err = invalid(fmt.Errorf("not a ModelInferRequest message: %w", bad.(error)))
+	} else {
+		req, err = decodeGRPC(in)
+	}
 	var resp *inferResponse
 	if err == nil {
 		resp, err = g.s.infer(ctx, req)
@@ -96,11 +130,17 @@ func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) 
 func decodeGRPC(in *pb.ModelInferRequest) (*inferRequest, error) {
 	req := &inferRequest{model: in.GetModelName(), version: in.GetModelVersion(), id: in.GetId()}
 	if p, ok := in.GetParameters()["timeout"]; ok {
-		us, isInt := p.GetParameterChoice().(*pb.InferParameter_Int64Param)
-		if !isInt || us.Int64Param < 0 {
-			return nil, invalid(errors.New("parameter timeout: not an int64_param count of microseconds"))
+		switch us := p.GetParameterChoice().(type) {
+		case *pb.InferParameter_Int64Param:
+			if us.Int64Param < 0 {
+				return nil, invalid(fmt.Errorf("parameter timeout: %d microseconds", us.Int64Param))
+			}
+			req.timeout = micros(uint64(us.Int64Param))
+		case *pb.InferParameter_Uint64Param:
+			req.timeout = micros(us.Uint64Param)
+		default:
+			return nil, invalid(errors.New("parameter timeout: not an int64_param or uint64_param count of microseconds"))
 		}
-		req.timeout = time.Duration(us.Int64Param) * time.Microsecond
 	}
 	raw := in.GetRawInputContents()
 	if len(in.GetInputs()) == 0 {

@@ -1,15 +1,20 @@
 package serve
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +34,8 @@ var httpStatus = map[Code]int{
 	CodeInternal:    http.StatusInternalServerError,
 	CodeUnavailable: http.StatusServiceUnavailable,
 	CodeDeadline:    http.StatusGatewayTimeout,
+	CodeMethod:      http.StatusMethodNotAllowed,
+	CodeSlowBody:    http.StatusRequestTimeout,
 }
 
 // Handler returns the REST endpoints of the protocol and /metrics.
@@ -49,9 +56,28 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.registry, promhttp.HandlerOpts{Registry: s.cfg.registry}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, &Error{Code: CodeMethod, Err: fmt.Errorf("%s %s: the endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+			return
+		}
 		writeError(w, &Error{Code: CodeNotFound, Err: fmt.Errorf("no endpoint %s %s", r.Method, r.URL.Path)})
 	})
 	return mux
+}
+
+// allowed returns the methods the endpoint at r's path takes, if it is
+// one (r's own method did not match it).
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // readyStatus is 200 when ready and 503 when not, so that a probe reading
@@ -133,6 +159,9 @@ func (s *Server) restInfer(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		resp, err = s.infer(r.Context(), req)
 	}
+	// The answer gets as long to leave as the body had to arrive: a
+	// client that does not read it is let go.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.bodyTimeout))
 	status := http.StatusOK
 	if err != nil {
 		status = writeError(w, err)
@@ -147,13 +176,9 @@ func (s *Server) restInfer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferRequest, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &Error{Code: CodeTooLarge, Err: fmt.Errorf("request body over %d bytes", tooLarge.Limit)}
-		}
-		return nil, &Error{Code: CodeCanceled, Err: fmt.Errorf("reading the request: %w", err)}
+		return nil, err
 	}
 	req, err := decodeInferJSON(body, r.Header.Get(TimeoutHeader))
 	if err != nil {
@@ -161,6 +186,57 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 	}
 	req.model, req.version = r.PathValue("name"), r.PathValue("version")
 	return req, nil
+}
+
+// readBody reads a request's body, gzip-decoded if it says so, within the
+// size bound (a declared Content-Length over it is refused before a byte
+// is read, a gzip body's decoded size is bounded too) and the body
+// deadline; a drain cuts a body still arriving.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := s.cfg.maxBody
+	tooLarge := &Error{Code: CodeTooLarge, Err: fmt.Errorf("request body over %d bytes", limit)}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
+	stop := s.bodies.add(rc)
+	defer stop()
+	var in io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(in)
+		if err != nil {
+			return nil, s.bodyError(err, tooLarge)
+		}
+		in = io.LimitReader(gz, limit+1)
+	default:
+		return nil, invalid(fmt.Errorf("Content-Encoding %q: the server reads gzip or none", enc))
+	}
+	body, err := io.ReadAll(in)
+	if err != nil {
+		return nil, s.bodyError(err, tooLarge)
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	rc.SetReadDeadline(time.Time{})
+	return body, nil
+}
+
+// bodyError classifies a failed body read.
+func (s *Server) bodyError(err, tooLarge error) error {
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		return tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &Error{Code: CodeSlowBody, Err: fmt.Errorf("request body not received within %s", s.cfg.bodyTimeout)}
+	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum):
+		return invalid(fmt.Errorf("reading the request body: %w", err))
+	}
+	return &Error{Code: CodeCanceled, Err: fmt.Errorf("reading the request: %w", err)}
 }
 
 // decodeInferJSON decodes the REST infer request body; timeoutHeader is
@@ -229,25 +305,39 @@ func checkLength(t *tensor, n int) error {
 func lenOf(data any) int { return reflect.ValueOf(data).Len() }
 
 // restTimeout reads a request's timeout from the header or the "timeout"
-// parameter (microseconds).
+// parameter (microseconds). Zero is no timeout; one past longestTimeout
+// (Triton's clients send 2^64-1 µs for none) waits longestTimeout.
 func restTimeout(header string, param json.RawMessage) (time.Duration, error) {
 	if header != "" {
-		if d, err := time.ParseDuration(header); err == nil && d > 0 {
-			return d, nil
+		if d, err := time.ParseDuration(header); err == nil && d >= 0 {
+			return min(d, longestTimeout), nil
 		}
-		if secs, err := strconv.ParseFloat(header, 64); err == nil && secs > 0 {
-			return time.Duration(secs * float64(time.Second)), nil
+		if secs, err := strconv.ParseFloat(header, 64); err == nil && secs >= 0 {
+			return min(time.Duration(min(secs, longestTimeout.Seconds())*float64(time.Second)), longestTimeout), nil
 		}
 		return 0, fmt.Errorf("header %s: %q is neither a duration (250ms) nor seconds (0.25)", TimeoutHeader, header)
 	}
 	if len(param) == 0 {
 		return 0, nil
 	}
-	var us int64
-	if err := json.Unmarshal(param, &us); err != nil || us < 0 {
-		return 0, fmt.Errorf("parameter timeout: %s is not a count of microseconds", param)
+	if us, err := strconv.ParseUint(string(param), 10, 64); err == nil {
+		return micros(us), nil
 	}
-	return time.Duration(us) * time.Microsecond, nil
+	if us, err := strconv.ParseFloat(string(param), 64); err == nil && us >= 0 {
+		return micros(uint64(min(us, math.MaxUint64/2))), nil
+	}
+	return 0, fmt.Errorf("parameter timeout: %s is not a count of microseconds", param)
+}
+
+// longestTimeout bounds a request's timeout.
+const longestTimeout = 24 * time.Hour
+
+// micros returns us microseconds as a timeout, at most longestTimeout.
+func micros(us uint64) time.Duration {
+	if us > uint64(longestTimeout/time.Microsecond) {
+		return longestTimeout
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // finish writes the access log and the request metrics.
@@ -297,4 +387,42 @@ func writeError(w http.ResponseWriter, err error) int {
 	status := httpStatus[codeOf(err)]
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 	return status
+}
+
+// bodyReads are the request bodies being read, which a drain cuts: a
+// client that stalls mid-body must not hold the shutdown for its whole
+// timeout.
+type bodyReads struct {
+	mu    sync.Mutex
+	reads map[*http.ResponseController]struct{}
+	cut   bool
+}
+
+// add registers a body read until the function it returns is called.
+func (b *bodyReads) add(rc *http.ResponseController) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cut {
+		rc.SetReadDeadline(time.Now())
+		return func() {}
+	}
+	if b.reads == nil {
+		b.reads = map[*http.ResponseController]struct{}{}
+	}
+	b.reads[rc] = struct{}{}
+	return func() {
+		b.mu.Lock()
+		delete(b.reads, rc)
+		b.mu.Unlock()
+	}
+}
+
+// cutAll ends the body reads under way, and every one after.
+func (b *bodyReads) cutAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cut = true
+	for rc := range b.reads {
+		rc.SetReadDeadline(time.Now())
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 
 	"github.com/drainpipe/drainpipe/online"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
@@ -36,6 +38,7 @@ type Server struct {
 	order    []string
 	ready    chan struct{} // closed when every model has started
 	draining atomic.Bool
+	bodies   bodyReads
 }
 
 type config struct {
@@ -43,7 +46,9 @@ type config struct {
 	logger        *slog.Logger
 	registry      *prometheus.Registry
 	maxBody       int64
+	bodyTimeout   time.Duration
 	drainTimeout  time.Duration
+	drainGrace    time.Duration
 }
 
 // Option configures a Server.
@@ -64,6 +69,18 @@ func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = 
 // WithDrainTimeout bounds a graceful shutdown. The default is 30s.
 func WithDrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
 
+// WithDrainGrace sets how long a shutdown goes on serving, answering
+// readiness 503 (and gRPC health NOT_SERVING), before it stops taking
+// requests: the time a load balancer needs to see the server leave (a
+// Kubernetes readiness probe's period times its failure threshold). The
+// default is 0.
+func WithDrainGrace(d time.Duration) Option { return func(c *config) { c.drainGrace = d } }
+
+// WithBodyTimeout bounds the time a REST request's body takes to arrive,
+// from its headers on: a client that stalls is answered 408 and let go.
+// The default is 30s.
+func WithBodyTimeout(d time.Duration) Option { return func(c *config) { c.bodyTimeout = d } }
+
 // WithServerVersion sets the name and version the server metadata reports.
 func WithServerVersion(name, version string) Option {
 	return func(c *config) { c.name, c.version = name, version }
@@ -71,7 +88,8 @@ func WithServerVersion(name, version string) Option {
 
 // New returns a server for the models. Nothing starts until Run.
 func New(specs []ModelSpec, opts ...Option) (*Server, error) {
-	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20, drainTimeout: 30 * time.Second}
+	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20,
+		bodyTimeout: 30 * time.Second, drainTimeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -136,8 +154,10 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		log.Info("listening", "protocol", "http", "addr", httpLn.Addr().String())
 	}
 	if grpcLn != nil {
-		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)))
-		pb.RegisterGRPCInferenceServiceServer(grpcSrv, &grpcService{s: s})
+		service := &grpcService{s: s}
+		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
+			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service}))
+		pb.RegisterGRPCInferenceServiceServer(grpcSrv, service)
 		serving.Go(func() {
 			if err := grpcSrv.Serve(grpcLn); err != nil {
 				errc <- fmt.Errorf("serve: grpc: %w", err)
@@ -153,12 +173,17 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		log.Info("ready", "models", s.order)
 		select {
 		case <-ctx.Done():
-			log.Info("draining", "cause", context.Cause(ctx).Error(), "timeout", s.cfg.drainTimeout)
+			log.Info("draining", "cause", context.Cause(ctx).Error(), "grace", s.cfg.drainGrace, "timeout", s.cfg.drainTimeout)
+			s.draining.Store(true)
+			// Still serving, while readiness says 503 and load balancers
+			// take the server out; then no more.
+			s.grace(errc, &runErr)
 		case runErr = <-errc:
 			log.Error("stopping", "error", runErr)
 		}
 	}
 	s.draining.Store(true)
+	s.bodies.cutAll()
 
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.drainTimeout)
 	defer cancel()
@@ -170,6 +195,19 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	}
 	log.Info("stopped")
 	return errors.Join(startErr, runErr, closeErr)
+}
+
+// grace waits the drain grace, or until a listener fails.
+func (s *Server) grace(errc <-chan error, runErr *error) {
+	if s.cfg.drainGrace <= 0 {
+		return
+	}
+	t := time.NewTimer(s.cfg.drainGrace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case *runErr = <-errc:
+	}
 }
 
 // startModels starts the models one after another; a failure closes the
@@ -353,6 +391,8 @@ const (
 	CodeInternal                // 500, INTERNAL: the device failed
 	CodeUnavailable             // 503, UNAVAILABLE: starting or shutting down
 	CodeDeadline                // 504, DEADLINE_EXCEEDED: the deadline passed first
+	CodeMethod                  // 405: the endpoint takes another method (REST only)
+	CodeSlowBody                // 408, DEADLINE_EXCEEDED: the body did not arrive in time
 )
 
 // Error is a failed request: its class and cause.
