@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,10 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 
 	"github.com/drainpipe/drainpipe/online"
+	"github.com/drainpipe/drainpipe/predict"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
@@ -39,6 +45,7 @@ type Server struct {
 	ready    chan struct{} // closed when every model has started
 	draining atomic.Bool
 	bodies   bodyReads
+	health   *health.Server // grpc.health.v1
 }
 
 type config struct {
@@ -46,6 +53,7 @@ type config struct {
 	logger        *slog.Logger
 	registry      *prometheus.Registry
 	maxBody       int64
+	tls           *tls.Config
 	bodyTimeout   time.Duration
 	drainTimeout  time.Duration
 	drainGrace    time.Duration
@@ -81,6 +89,11 @@ func WithDrainGrace(d time.Duration) Option { return func(c *config) { c.drainGr
 // The default is 30s.
 func WithBodyTimeout(d time.Duration) Option { return func(c *config) { c.bodyTimeout = d } }
 
+// WithTLS serves both listeners over TLS with cfg: its certificates, and
+// for mutual TLS its ClientCAs and ClientAuth. The server adds the ALPN
+// protocols HTTP/2 and gRPC need.
+func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
+
 // WithServerVersion sets the name and version the server metadata reports.
 func WithServerVersion(name, version string) Option {
 	return func(c *config) { c.name, c.version = name, version }
@@ -105,6 +118,13 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("serve: model %q given twice", s.Name)
 		}
 		seen[s.Name] = true
+		// The options are checked now, before a caller binds its ports.
+		if _, err := predict.New(s.Model, s.Options...); err != nil {
+			return nil, fmt.Errorf("serve: model %s: %w", s.Name, err)
+		}
+		if s.Input == nil || s.Input.NumFields() == 0 {
+			return nil, fmt.Errorf("serve: model %s: no input columns", s.Name)
+		}
 	}
 	if cfg.registry == nil {
 		cfg.registry = prometheus.NewRegistry()
@@ -114,7 +134,10 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{specs: specs, served: seen, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{})}, nil
+	srv := &Server{specs: specs, served: seen, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{}),
+		health: health.NewServer()}
+	srv.setHealth(healthpb.HealthCheckResponse_NOT_SERVING) // until the models have started
+	return srv, nil
 }
 
 // Ready is closed once every model's sessions have started and answered a
@@ -145,6 +168,11 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	errc := make(chan error, 2)
 	var serving sync.WaitGroup
 	if httpLn != nil {
+		if s.cfg.tls != nil {
+			cfg := s.cfg.tls.Clone()
+			cfg.NextProtos = []string{"h2", "http/1.1"}
+			httpLn = tls.NewListener(httpLn, cfg)
+		}
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		serving.Go(func() {
 			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
@@ -155,9 +183,16 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	}
 	if grpcLn != nil {
 		service := &grpcService{s: s}
-		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
-			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service}))
+		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
+			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
+		if s.cfg.tls != nil {
+			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
+		}
+		grpcSrv = grpc.NewServer(opts...)
 		pb.RegisterGRPCInferenceServiceServer(grpcSrv, service)
+		// What Kubernetes' gRPC probes and grpcurl ask for.
+		healthpb.RegisterHealthServer(grpcSrv, s.health)
+		reflection.Register(grpcSrv)
 		serving.Go(func() {
 			if err := grpcSrv.Serve(grpcLn); err != nil {
 				errc <- fmt.Errorf("serve: grpc: %w", err)
@@ -170,11 +205,13 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	var runErr error
 	if startErr == nil {
 		close(s.ready)
+		s.setHealth(healthpb.HealthCheckResponse_SERVING)
 		log.Info("ready", "models", s.order)
 		select {
 		case <-ctx.Done():
 			log.Info("draining", "cause", context.Cause(ctx).Error(), "grace", s.cfg.drainGrace, "timeout", s.cfg.drainTimeout)
 			s.draining.Store(true)
+			s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 			// Still serving, while readiness says 503 and load balancers
 			// take the server out; then no more.
 			s.grace(errc, &runErr)
@@ -183,6 +220,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		}
 	}
 	s.draining.Store(true)
+	s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 	s.bodies.cutAll()
 
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.drainTimeout)
@@ -195,6 +233,15 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	}
 	log.Info("stopped")
 	return errors.Join(startErr, runErr, closeErr)
+}
+
+// setHealth sets the gRPC health of the server ("") and of each model
+// (by name).
+func (s *Server) setHealth(st healthpb.HealthCheckResponse_ServingStatus) {
+	s.health.SetServingStatus("", st)
+	for _, spec := range s.specs {
+		s.health.SetServingStatus(spec.Name, st)
+	}
 }
 
 // grace waits the drain grace, or until a listener fails.
