@@ -3,12 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -38,10 +41,13 @@ example, with the demo's model (64 features, 10 classes):
 
 Prometheus metrics are at GET /metrics on the REST address.
 
-gRPC clients use inference.GRPCInferenceService on --grpc. SIGTERM or
-SIGINT drains: readiness turns false, queued and running requests are
-answered, the sessions shut down; the exit status is 0 if that took less
-than --drain-timeout.
+gRPC clients use inference.GRPCInferenceService on --grpc, which also
+answers grpc.health.v1 (service "" and each model's name) and server
+reflection (grpcurl). SIGTERM or SIGINT drains: readiness turns 503 and
+gRPC health NOT_SERVING while the server goes on serving for
+--drain-grace, then it stops taking requests, answers the ones it has
+and shuts the sessions down; the exit status is 0 if that took less than
+--drain-timeout.
 `
 
 // serveCmd serves models over the Open Inference Protocol until a signal.
@@ -62,6 +68,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
 	sessions := fs.Int("sessions", 0, sessionsHelp)
 	drainTimeout := fs.Duration("drain-timeout", 30*time.Second, "the longest a graceful shutdown waits for requests taken")
+	drainGrace := fs.Duration("drain-grace", 0, "on SIGTERM, go on serving this long with readiness 503 (and gRPC health NOT_SERVING), so load balancers take the server out first; set it to the readiness probe's period times its failure threshold")
+	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "the longest a REST request's body may take to arrive (408 after)")
+	tlsCert := fs.String("tls-cert", "", "serve both listeners over TLS with this certificate (PEM; with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
+	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	fs.Usage = func() {
@@ -72,6 +83,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Errorf("serve: unexpected argument %q (models are given with --model)", fs.Arg(0)))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if len(models) == 0 {
 		fs.Usage()
 		return errors.New("serve: --model is required")
@@ -83,6 +99,13 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return errors.New("serve: neither --http nor --grpc: nothing to listen on")
 	}
 	allowed, err := batchSizes(sizes, *batch)
+	if err != nil {
+		return err
+	}
+	if given["batch-size"] && len(sizes) > 0 && allowed[len(allowed)-1] != *batch {
+		return usageError(fmt.Errorf("serve: --batch-size %d and --batch-sizes %s disagree: the last batch size is the batch size", *batch, strings.Join(sizes, ",")))
+	}
+	tlsConfig, err := serveTLS(*tlsCert, *tlsKey, *tlsClientCA)
 	if err != nil {
 		return err
 	}
@@ -116,8 +139,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
 		})
 	}
-	srv, err := serve.New(specs, serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout),
-		serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion()))
+	opts := []serve.Option{serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
+		serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
+	if tlsConfig != nil {
+		opts = append(opts, serve.WithTLS(tlsConfig))
+	}
+	srv, err := serve.New(specs, opts...)
 	if err != nil {
 		return err
 	}
@@ -140,6 +167,33 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("serve: --grpc: %w", err)
 	}
 	return srv.Run(ctx, httpLn, grpcLn)
+}
+
+// serveTLS returns the TLS configuration the flags ask for, or nil.
+func serveTLS(cert, key, clientCA string) (*tls.Config, error) {
+	switch {
+	case cert == "" && key == "" && clientCA == "":
+		return nil, nil
+	case cert == "" || key == "":
+		return nil, usageError(errors.New("serve: --tls-cert and --tls-key go together"))
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --tls-cert, --tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("serve: --tls-client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("serve: --tls-client-ca %s: no PEM certificate in it", clientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
 }
 
 // batchSizes returns the allowed batch sizes: the given ones, or powers of

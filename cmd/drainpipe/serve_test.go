@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +198,12 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 func TestServeFlagErrors(t *testing.T) {
 	dir := fixture(t, 10, 16, 3)
 	model := filepath.Join(dir, "model.dpmlp")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().String()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -207,9 +214,16 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--model", model, "--model", model, "--http", "127.0.0.1:0", "--grpc", ""}, `model "model" given twice`},
 		{[]string{"--model", filepath.Join(dir, "missing.dpmlp")}, "missing.dpmlp"},
 		{[]string{"--model", model, "--batch-sizes", "4,x"}, `"x" is not a number`},
+		// Checked before the ports are bound: busy is taken, and the error
+		// is the flag's, not the address's.
+		{[]string{"--model", model, "--http", busy, "--batch-size", "8", "--batch-sizes", "1,4"}, "--batch-size 8 and --batch-sizes 1,4 disagree"},
+		{[]string{"--model", model, "--http", busy, "--batch-sizes", "4,2"}, "batch sizes"},
+		{[]string{"--model", model, "--http", busy, "stray"}, `unexpected argument "stray"`},
+		{[]string{"--model", model, "--http", busy, "--tls-cert", model}, "--tls-cert and --tls-key go together"},
+		{[]string{"--model", model, "--http", busy, "--tls-cert", model, "--tls-key", model}, "--tls-cert, --tls-key"},
 	} {
 		_, stderr, err := drainpipe(append([]string{"serve"}, tc.args...)...)
-		if err == nil || !strings.Contains(stderr, tc.want) {
+		if err == nil || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "address already in use") {
 			t.Errorf("serve %v: %v, stderr %s; want %q", tc.args, err, stderr, tc.want)
 		}
 	}
