@@ -25,6 +25,11 @@ type Stats struct {
 	Failures      int64         // requests failed by their batch or by Close
 	QueuedRows    int           // rows waiting now
 	DeviceTime    time.Duration // running batches, summed over sessions
+	// Summed over the requests answered: from arrival until the last of a
+	// request's rows left the queue (QueueTime), and until its predictions
+	// were ready (LatencyTime).
+	QueueTime, LatencyTime time.Duration
+	LastAnswer             time.Time // when the last request was answered
 
 	// Over the last 4096 requests: from arrival until the last of a
 	// request's rows left the queue, and until its predictions were ready.
@@ -98,6 +103,9 @@ func (s *onlineStats) answered(r *request, latency time.Duration) {
 	s.Requests++
 	s.Rows += int64(r.rows)
 	s.latency.add(latency)
+	s.QueueTime += r.waited
+	s.LatencyTime += latency
+	s.LastAnswer = time.Now()
 }
 
 // window keeps the most recent durations.

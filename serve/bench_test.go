@@ -21,7 +21,7 @@ func BenchmarkRESTCodec(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, err := decodeInferJSON(body, ""); err != nil {
+			if _, err := decodeInferJSON(body, nil, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

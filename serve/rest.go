@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -53,7 +54,9 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET "+base, s.restModelMetadata)
 		mux.HandleFunc("GET "+base+"/ready", s.restModelReady)
 		mux.HandleFunc("POST "+base+"/infer", s.restInfer)
+		mux.HandleFunc("GET "+base+"/stats", s.restModelStats)
 	}
+	mux.HandleFunc("GET /v2/models/stats", s.restModelStats)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.registry, promhttp.HandlerOpts{Registry: s.cfg.registry}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -90,8 +93,12 @@ func readyStatus(ready bool) int {
 }
 
 func (s *Server) restServerMetadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.name, "version": s.cfg.version, "extensions": []string{}})
+	writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.name, "version": s.cfg.version, "extensions": extensions})
 }
+
+// extensions are the protocol extensions the server implements, as its
+// metadata advertises them.
+var extensions = []string{"statistics", "binary_tensor_data"}
 
 type modelMetadataJSON struct {
 	Name     string           `json:"name"`
@@ -139,11 +146,16 @@ type restInferRequest struct {
 }
 
 type restTensor struct {
-	Name     string  `json:"name"`
-	Datatype string  `json:"datatype"`
-	Shape    []int64 `json:"shape"`
-	Data     any     `json:"data"`
+	Name       string         `json:"name"`
+	Datatype   string         `json:"datatype"`
+	Shape      []int64        `json:"shape"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Data       any            `json:"data,omitempty"`
 }
+
+// BinaryHeader is the header of the binary tensor data extension: the
+// length of the JSON that starts a body, binary tensors following it.
+const BinaryHeader = "Inference-Header-Content-Length"
 
 type restInferResponse struct {
 	ModelName    string       `json:"model_name"`
@@ -166,11 +178,7 @@ func (s *Server) restInfer(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status = writeError(w, err)
 	} else {
-		out := restInferResponse{ModelName: resp.model, ModelVersion: resp.version, ID: resp.id, Outputs: make([]restTensor, len(resp.outputs))}
-		for i, t := range resp.outputs {
-			out.Outputs[i] = restTensor{Name: t.name, Datatype: t.datatype, Shape: t.shape, Data: t.data}
-		}
-		writeJSON(w, status, out)
+		writeInferResponse(w, req, resp)
 	}
 	s.finish(r.Context(), "http", r.PathValue("name"), strconv.Itoa(status), r.RemoteAddr, req, resp, time.Since(began), err)
 }
@@ -180,7 +188,15 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 	if err != nil {
 		return nil, err
 	}
-	req, err := decodeInferJSON(body, r.Header.Get(TimeoutHeader))
+	var binary []byte
+	if h := r.Header.Get(BinaryHeader); h != "" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 0 || n > len(body) {
+			return nil, invalid(fmt.Errorf("header %s: %q is not a length within the body's %d bytes", BinaryHeader, h, len(body)))
+		}
+		body, binary = body[:n], body[n:]
+	}
+	req, err := decodeInferJSON(body, binary, r.Header.Get(TimeoutHeader))
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +255,10 @@ func (s *Server) bodyError(err, tooLarge error) error {
 	return &Error{Code: CodeCanceled, Err: fmt.Errorf("reading the request: %w", err)}
 }
 
-// decodeInferJSON decodes the REST infer request body; timeoutHeader is
-// the request's TimeoutHeader, if any.
-func decodeInferJSON(body []byte, timeoutHeader string) (*inferRequest, error) {
+// decodeInferJSON decodes the REST infer request body: its JSON, and the
+// binary tensors after it (the binary tensor data extension) in binary;
+// timeoutHeader is the request's TimeoutHeader, if any.
+func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, error) {
 	var in restInferRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, invalid(fmt.Errorf("malformed JSON request: %w", err))
@@ -259,10 +276,23 @@ func decodeInferJSON(body []byte, timeoutHeader string) (*inferRequest, error) {
 		if err != nil {
 			return nil, invalid(err)
 		}
-		if len(t.Data) == 0 {
-			return nil, invalid(fmt.Errorf("input %q: no data", t.Name))
+		size, isBinary, err := binarySize(t.Parameters, "binary_data_size")
+		if err != nil {
+			return nil, invalid(fmt.Errorf("input %q: %w", t.Name, err))
 		}
-		data, err := d.fromJSON(t.Data, t.Shape, n)
+		var data any
+		switch {
+		case isBinary:
+			if want := int64(n * rawSize(d)); size != want || size > int64(len(binary)) {
+				return nil, invalid(fmt.Errorf("input %q: binary_data_size %d: shape %v of %s takes %d bytes, %d are left in the body", t.Name, size, t.Shape, t.Datatype, want, len(binary)))
+			}
+			data, err = d.fromRaw(binary[:size], n)
+			binary = binary[size:]
+		case len(t.Data) == 0:
+			return nil, invalid(fmt.Errorf("input %q: no data", t.Name))
+		default:
+			data, err = d.fromJSON(t.Data, t.Shape, n)
+		}
 		if err != nil {
 			return nil, invalid(fmt.Errorf("input %q: %w", t.Name, err))
 		}
@@ -272,10 +302,95 @@ func decodeInferJSON(body []byte, timeoutHeader string) (*inferRequest, error) {
 		}
 		req.inputs = append(req.inputs, tn)
 	}
+	if len(binary) > 0 {
+		return nil, invalid(fmt.Errorf("%d bytes of binary data after the inputs that take binary data", len(binary)))
+	}
+	if all, _, err := binarySize(in.Parameters["binary_data_output"], ""); err != nil {
+		return nil, invalid(fmt.Errorf("parameter binary_data_output: %w", err))
+	} else if all == 1 {
+		req.binaryOut = map[string]bool{"": true}
+	}
 	for _, o := range in.Outputs {
 		req.outputs = append(req.outputs, o.Name)
+		if on, _, err := binarySize(o.Parameters, "binary_data"); err != nil {
+			return nil, invalid(fmt.Errorf("output %q: %w", o.Name, err))
+		} else if on == 1 {
+			if req.binaryOut == nil {
+				req.binaryOut = map[string]bool{}
+			}
+			req.binaryOut[o.Name] = true
+		}
 	}
 	return req, nil
+}
+
+// binarySize reads a binary extension parameter: key's value in params (a
+// JSON object), or with key "" params itself. A size is a non-negative
+// integer; a flag (true/false) reads as 1/0. ok reports it was there.
+func binarySize(params json.RawMessage, key string) (v int64, ok bool, err error) {
+	raw := params
+	if key != "" {
+		if len(params) == 0 {
+			return 0, false, nil
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(params, &m); err != nil {
+			return 0, false, fmt.Errorf("parameters: %w", err)
+		}
+		if raw, ok = m[key]; !ok {
+			return 0, false, nil
+		}
+	}
+	if len(raw) == 0 {
+		return 0, false, nil
+	}
+	switch string(raw) {
+	case "true":
+		return 1, true, nil
+	case "false":
+		return 0, true, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v < 0 {
+		return 0, true, fmt.Errorf("%s: %s is not a size or a flag", cmp.Or(key, "parameter"), raw)
+	}
+	return v, true, nil
+}
+
+// writeInferResponse writes the response: JSON, and the outputs asked in
+// binary after it (the binary tensor data extension).
+func writeInferResponse(w http.ResponseWriter, req *inferRequest, resp *inferResponse) {
+	out := restInferResponse{ModelName: resp.model, ModelVersion: resp.version, ID: resp.id, Outputs: make([]restTensor, len(resp.outputs))}
+	var binary [][]byte
+	for i, t := range resp.outputs {
+		out.Outputs[i] = restTensor{Name: t.name, Datatype: t.datatype, Shape: t.shape, Data: t.data}
+		if req.binaryOut[""] || req.binaryOut[t.name] {
+			raw := datatypes[t.datatype].toRaw(t.data)
+			out.Outputs[i].Data = nil
+			out.Outputs[i].Parameters = map[string]any{"binary_data_size": len(raw)}
+			binary = append(binary, raw)
+		}
+	}
+	if binary == nil {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	head, err := json.Marshal(out)
+	if err != nil {
+		writeError(w, &Error{Code: CodeInternal, Err: err})
+		return
+	}
+	size := len(head)
+	for _, b := range binary {
+		size += len(b)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(BinaryHeader, strconv.Itoa(len(head)))
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	w.Write(head)
+	for _, b := range binary {
+		w.Write(b)
+	}
 }
 
 // tensorType looks a tensor's datatype up and counts its elements.

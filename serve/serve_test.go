@@ -184,7 +184,7 @@ func TestMetadataAndHealth(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{
-		"/v2":                             `{"extensions":[],"name":"drainpipe","version":"v9"}`,
+		"/v2":                             `{"extensions":["statistics","binary_tensor_data"],"name":"drainpipe","version":"v9"}`,
 		"/v2/health/live":                 `{"live":true}`,
 		"/v2/health/ready":                `{"ready":true}`,
 		"/v2/models/mlp/ready":            `{"name":"mlp","ready":true}`,

@@ -358,8 +358,9 @@ func (s *Server) lookup(name, version string) (*model, error) {
 type inferRequest struct {
 	model, version, id string
 	inputs             []*tensor
-	outputs            []string      // requested; empty: all
-	timeout            time.Duration // 0: the model's default
+	outputs            []string        // requested; empty: all
+	binaryOut          map[string]bool // outputs to answer in binary (REST), by name; "" for all
+	timeout            time.Duration   // 0: the model's default
 }
 
 type inferResponse struct {
