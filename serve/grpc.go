@@ -92,7 +92,7 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequ
 		}
 		return out
 	}
-	return &pb.ModelMetadataResponse{Name: m.name, Versions: []string{m.version}, Platform: m.platform, Inputs: meta(m.inputs), Outputs: meta(m.outputs)}, nil
+	return &pb.ModelMetadataResponse{Name: m.name, Versions: g.s.reg.versions(m.name), Platform: m.platform, Inputs: meta(m.inputs), Outputs: meta(m.outputs)}, nil
 }
 
 // ModelInfer answers in the form it was asked: raw_output_contents for a

@@ -144,7 +144,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestOverloadDeadlineDisconnect(t *testing.T) {
 	r, fake, _, release := blockedServer(t, online.Options{QueueRows: 4})
 	defer release()
-	m := r.srv.models["fake"]
+	m, _ := r.srv.lookup("fake", "")
 	p0 := fake.Predicts.Load() // the warm-up's
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -225,7 +225,7 @@ func TestOverloadDeadlineDisconnect(t *testing.T) {
 		`drainpipe_batch_size_rows_count{model="fake"}`,
 		`drainpipe_queue_wait_seconds_bucket{model="fake"`,
 		`drainpipe_batch_padding_ratio_bucket{model="fake"`,
-		`drainpipe_queue_rows{model="fake"} 0`,
+		`drainpipe_queue_rows{model="fake",version="1"} 0`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
@@ -238,7 +238,7 @@ func TestOverloadDeadlineDisconnect(t *testing.T) {
 // the sessions shut down once, Run returns nil.
 func TestGracefulDrain(t *testing.T) {
 	r, fake, dev, release := blockedServer(t, online.Options{QueueRows: 64})
-	m := r.srv.models["fake"]
+	m, _ := r.srv.lookup("fake", "")
 	p0 := fake.Predicts.Load()
 	var wg sync.WaitGroup
 	statuses := make([]int, 8)

@@ -20,7 +20,7 @@ type metrics struct {
 // latencyBuckets span 100µs to ~6.5s.
 var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 17)
 
-func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, models *registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -53,7 +53,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Buckets: latencyBuckets,
 		}, []string{"model"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device, newQueueCollector(models)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -61,13 +61,23 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	return m, nil
 }
 
-// watchQueue adds the gauge of a model's queued rows.
-func (m *metrics) watchQueue(md *model) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "drainpipe_queue_rows",
-		Help:        "Rows waiting for a batch.",
-		ConstLabels: prometheus.Labels{"model": md.name},
-	}, func() float64 { return float64(md.batcher.QueuedRows()) }))
+// queueCollector reports each served model's queued rows when scraped:
+// models come and go with a repository.
+type queueCollector struct {
+	desc *prometheus.Desc
+	reg  *registry
+}
+
+func newQueueCollector(reg *registry) *queueCollector {
+	return &queueCollector{reg: reg, desc: prometheus.NewDesc("drainpipe_queue_rows", "Rows waiting for a batch.", []string{"model", "version"}, nil)}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.reg.all() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(m.batcher.QueuedRows()), m.name, m.version)
+	}
 }
 
 func (m *metrics) request(model, protocol, code string, took time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -51,6 +52,11 @@ type model struct {
 	inputs, outputs         []TensorMetadata
 	batcher                 *online.Batcher
 	ready                   atomic.Bool
+	// users counts the requests that found the model and are not done
+	// with it: it is closed once they are.
+	users sync.WaitGroup
+	// source is the repository file it was loaded from, if any.
+	source fileState
 }
 
 // start opens the model's sessions and runs one row of zeros through them,

@@ -57,6 +57,11 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET "+base+"/stats", s.restModelStats)
 	}
 	mux.HandleFunc("GET /v2/models/stats", s.restModelStats)
+	if s.repo != nil {
+		mux.HandleFunc("POST /v2/repository/index", s.restRepositoryIndex)
+		mux.HandleFunc("POST /v2/repository/models/{name}/load", s.restRepositoryLoad)
+		mux.HandleFunc("POST /v2/repository/models/{name}/unload", s.restRepositoryUnload)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.registry, promhttp.HandlerOpts{Registry: s.cfg.registry}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -114,7 +119,7 @@ func (s *Server) restModelMetadata(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelMetadataJSON{Name: m.name, Versions: []string{m.version}, Platform: m.platform, Inputs: m.inputs, Outputs: m.outputs})
+	writeJSON(w, http.StatusOK, modelMetadataJSON{Name: m.name, Versions: s.reg.versions(m.name), Platform: m.platform, Inputs: m.inputs, Outputs: m.outputs})
 }
 
 func (s *Server) restModelReady(w http.ResponseWriter, r *http.Request) {
@@ -480,7 +485,7 @@ func (s *Server) finish(ctx context.Context, protocol, model, code, remote strin
 const unknownModel = "_unknown"
 
 func (s *Server) modelLabel(name string) string {
-	if s.served[name] {
+	if s.served[name] || s.reg.has(name) {
 		return name
 	}
 	return unknownModel

@@ -40,9 +40,10 @@ type Server struct {
 	cfg     config
 	metrics *metrics
 
-	models   map[string]*model // set before ready is closed
-	order    []string
-	ready    chan struct{} // closed when every model has started
+	reg      registry
+	retiring sync.WaitGroup // models taken out, closing once their requests are done
+	repo     *repository    // nil without one
+	ready    chan struct{}  // closed when every model has started
 	draining atomic.Bool
 	bodies   bodyReads
 	health   *health.Server // grpc.health.v1
@@ -54,6 +55,7 @@ type config struct {
 	registry      *prometheus.Registry
 	maxBody       int64
 	tls           *tls.Config
+	repository    *Repository
 	bodyTimeout   time.Duration
 	drainTimeout  time.Duration
 	drainGrace    time.Duration
@@ -106,7 +108,7 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if len(specs) == 0 {
+	if len(specs) == 0 && cfg.repository == nil {
 		return nil, errors.New("serve: no models")
 	}
 	seen := map[string]bool{}
@@ -130,12 +132,15 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 		cfg.registry = prometheus.NewRegistry()
 		cfg.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	met, err := newMetrics(cfg.registry)
+	srv := &Server{specs: specs, served: seen, cfg: cfg, ready: make(chan struct{}), health: health.NewServer()}
+	met, err := newMetrics(cfg.registry, &srv.reg)
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{specs: specs, served: seen, cfg: cfg, metrics: met, models: map[string]*model{}, ready: make(chan struct{}),
-		health: health.NewServer()}
+	srv.metrics = met
+	if cfg.repository != nil {
+		srv.repo = newRepository(*cfg.repository, srv)
+	}
 	srv.setHealth(healthpb.HealthCheckResponse_NOT_SERVING) // until the models have started
 	return srv, nil
 }
@@ -201,12 +206,18 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		log.Info("listening", "protocol", "grpc", "addr", grpcLn.Addr().String())
 	}
 
+	// Polling stops as the drain begins, however it begins.
+	polling, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
 	startErr := s.startModels(ctx)
 	var runErr error
 	if startErr == nil {
 		close(s.ready)
 		s.setHealth(healthpb.HealthCheckResponse_SERVING)
-		log.Info("ready", "models", s.order)
+		log.Info("ready", "models", s.reg.names())
+		if s.repo != nil {
+			serving.Go(func() { s.repo.poll(polling) })
+		}
 		select {
 		case <-ctx.Done():
 			log.Info("draining", "cause", context.Cause(ctx).Error(), "grace", s.cfg.drainGrace, "timeout", s.cfg.drainTimeout)
@@ -219,6 +230,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 			log.Error("stopping", "error", runErr)
 		}
 	}
+	stopPolling()
 	s.draining.Store(true)
 	s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 	s.bodies.cutAll()
@@ -242,6 +254,9 @@ func (s *Server) setHealth(st healthpb.HealthCheckResponse_ServingStatus) {
 	for _, spec := range s.specs {
 		s.health.SetServingStatus(spec.Name, st)
 	}
+	for _, name := range s.reg.names() {
+		s.health.SetServingStatus(name, st)
+	}
 }
 
 // grace waits the drain grace, or until a listener fails.
@@ -261,18 +276,61 @@ func (s *Server) grace(errc <-chan error, runErr *error) {
 // ones started.
 func (s *Server) startModels(ctx context.Context) error {
 	for _, spec := range s.specs {
-		began := time.Now()
-		m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), s.metrics.observer(spec.Name))
-		if err != nil {
+		if _, err := s.load(ctx, spec, fileState{}); err != nil {
 			return err
 		}
-		m.ready.Store(true)
-		s.models[spec.Name] = m
-		s.order = append(s.order, spec.Name)
-		s.metrics.watchQueue(m)
-		s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.inputs), "outputs", names(m.outputs), "start", time.Since(began))
+	}
+	if s.repo != nil {
+		return s.repo.syncAll(ctx)
 	}
 	return nil
+}
+
+// load starts a model (its sessions, its warm-up) and then serves it; a
+// model it replaces (the same name and version) is retired.
+func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*model, error) {
+	began := time.Now()
+	m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), s.metrics.observer(spec.Name))
+	if err != nil {
+		return nil, err
+	}
+	m.source = source
+	m.ready.Store(true)
+	if old := s.reg.add(m); old != nil {
+		s.retire(old)
+	}
+	if s.isStarted() && !s.draining.Load() {
+		s.health.SetServingStatus(m.name, healthpb.HealthCheckResponse_SERVING)
+	}
+	s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.inputs), "outputs", names(m.outputs), "start", time.Since(began))
+	return m, nil
+}
+
+// unload stops serving a version and retires it.
+func (s *Server) unload(name, version string) {
+	if m := s.reg.remove(name, version); m != nil {
+		s.retire(m)
+	}
+	if !s.reg.has(name) {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+}
+
+// retire closes a model taken out of the registry once the requests that
+// found it are done: it answers what it has queued and in flight, then
+// shuts its sessions down, exactly once.
+func (s *Server) retire(m *model) {
+	m.ready.Store(false)
+	s.retiring.Go(func() {
+		m.users.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.drainTimeout)
+		defer cancel()
+		if err := m.batcher.Close(ctx); err != nil {
+			s.cfg.logger.Error("model retired", "model", m.name, "version", m.version, "error", err)
+			return
+		}
+		s.cfg.logger.Info("model retired", "model", m.name, "version", m.version)
+	})
 }
 
 // stopListeners stops taking requests and waits for the ones taken. If
@@ -320,13 +378,13 @@ func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSr
 // (a second Close returns the first's shutdown errors).
 func (s *Server) closeModels(ctx context.Context) error {
 	var errs []error
-	for _, name := range s.order {
-		m := s.models[name]
+	for _, m := range s.reg.all() {
 		m.ready.Store(false)
 		if err := m.batcher.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("model %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("model %s version %s: %w", m.name, m.version, err))
 		}
 	}
+	s.retiring.Wait()
 	return errors.Join(errs...)
 }
 
@@ -339,19 +397,27 @@ func (s *Server) isStarted() bool {
 	}
 }
 
-// lookup finds a model by name and version ("" for any).
+// lookup finds a model by name and version ("" for the latest).
 func (s *Server) lookup(name, version string) (*model, error) {
+	return s.find(name, version, false)
+}
+
+// acquire finds a model for a request, which releases it when done.
+func (s *Server) acquire(name, version string) (*model, error) {
+	return s.find(name, version, true)
+}
+
+func (s *Server) find(name, version string, use bool) (*model, error) {
 	if !s.isStarted() {
 		return nil, &Error{Code: CodeUnavailable, Err: errors.New("models are starting")}
 	}
-	m := s.models[name]
-	if m == nil {
-		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q; models: %v", name, s.order)}
+	if m, ok := s.reg.find(name, version, use); ok {
+		return m, nil
 	}
-	if version != "" && version != m.version {
-		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("model %q has no version %q; it serves version %q", name, version, m.version)}
+	if versions := s.reg.versions(name); len(versions) > 0 {
+		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("model %q has no version %q; it serves versions %v", name, version, versions)}
 	}
-	return m, nil
+	return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q; models: %v", name, s.reg.names())}
 }
 
 // inferRequest is a decoded infer request of either protocol.
@@ -372,10 +438,11 @@ type inferResponse struct {
 // infer checks a request, runs it through the model's batcher and copies
 // out the requested outputs.
 func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, error) {
-	m, err := s.lookup(req.model, req.version)
+	m, err := s.acquire(req.model, req.version)
 	if err != nil {
 		return nil, err
 	}
+	defer m.users.Done()
 	if err := m.checkOutputs(req.outputs); err != nil {
 		return nil, invalid(err)
 	}

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"cmp"
 	"maps"
 	"net/http"
 	"slices"
@@ -75,9 +74,7 @@ func (s *Server) restModelStats(w http.ResponseWriter, r *http.Request) {
 		}
 		models = append(models, m)
 	} else if s.isStarted() {
-		for _, name := range s.order {
-			models = append(models, s.models[name])
-		}
+		models = s.reg.all()
 	}
 	out := struct {
 		ModelStats []modelStats `json:"model_stats"`
@@ -85,6 +82,5 @@ func (s *Server) restModelStats(w http.ResponseWriter, r *http.Request) {
 	for _, m := range models {
 		out.ModelStats = append(out.ModelStats, m.stats())
 	}
-	slices.SortFunc(out.ModelStats, func(a, b modelStats) int { return cmp.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, out)
 }

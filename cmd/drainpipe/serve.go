@@ -39,7 +39,16 @@ example, with the demo's model (64 features, 10 classes):
                 "data": ['"$(seq -s, 0.01 0.01 0.64)"']}]
   }'
 
-Prometheus metrics are at GET /metrics on the REST address.
+Prometheus metrics are at GET /metrics on the REST address, Triton's
+statistics at GET /v2/models/NAME/stats.
+
+A model repository (--model-repository) is a folder in Triton's layout,
+NAME/VERSION/model.dpmlp (or model.onnx) with an optional NAME/config.json
+({"version_policy": {"latest": 2}, "batch_sizes": [1, 8], "max_delay":
+"2ms"}). With --repository-poll the folder decides what is served;
+without it, POST /v2/repository/models/NAME/load and .../unload do. A new
+version takes traffic once warmed up, and the old one finishes its
+requests before it shuts down.
 
 gRPC clients use inference.GRPCInferenceService on --grpc, which also
 answers grpc.health.v1 (service "" and each model's name) and server
@@ -56,6 +65,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var models, sizes listFlag
 	fs.Var(&models, "model", "a model to serve, as PATH or NAME=PATH (default name: the file's base name); repeatable")
+	repoDir := fs.String("model-repository", "", "serve the models of this folder, in Triton's layout: NAME/VERSION/model.dpmlp (or model.onnx), with an optional NAME/config.json")
+	repoPoll := fs.Duration("repository-poll", 0, "rescan --model-repository this often, loading new versions and unloading removed ones (0: load at start, then only through the repository API)")
 	name := fs.String("name", "", "the name of the one model served (instead of NAME=PATH)")
 	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
 	grpcAddr := fs.String("grpc", ":8081", `gRPC listen address ("" for none)`)
@@ -76,7 +87,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: drainpipe serve --model [NAME=]PATH [flags]\n\nServe models over the Open Inference Protocol (KServe V2, Triton), REST and gRPC.\n\n")
+		fmt.Fprintf(stderr, "usage: drainpipe serve --model [NAME=]PATH [flags]\n       drainpipe serve --model-repository DIR [--repository-poll 10s] [flags]\n\nServe models over the Open Inference Protocol (KServe V2, Triton), REST and gRPC.\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, serveExample)
 	}
@@ -88,9 +99,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if len(models) == 0 {
+	if len(models) == 0 && *repoDir == "" {
 		fs.Usage()
-		return errors.New("serve: --model is required")
+		return errors.New("serve: --model or --model-repository is required")
+	}
+	if *repoPoll != 0 && *repoDir == "" {
+		return usageError(errors.New("serve: --repository-poll polls --model-repository, which is not given"))
 	}
 	if *name != "" && len(models) > 1 {
 		return errors.New("serve: --name names the one model served; with several, give NAME=PATH")
@@ -115,6 +129,25 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	logger := slog.New(handler)
 
+	// spec makes the spec of a model file, with the flags' batching.
+	spec := func(path string) (serve.ModelSpec, error) {
+		m, err := loadModel(path, *featureCol)
+		if err != nil {
+			return serve.ModelSpec{}, err
+		}
+		platform := "drainpipe_mlp"
+		if strings.EqualFold(filepath.Ext(path), ".onnx") {
+			platform = "onnxruntime_onnx"
+		}
+		feature := cmp.Or(m.feature, "features")
+		return serve.ModelSpec{
+			Platform: platform, Model: m.model,
+			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
+			Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
+				predict.WithGroups(cmp.Or(*sessions, m.sessions))},
+			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
+		}, nil
+	}
 	var specs []serve.ModelSpec
 	for _, arg := range models {
 		modelName, path, found := strings.Cut(arg, "=")
@@ -122,27 +155,24 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			path = arg
 			modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 		}
-		m, err := loadModel(path, *featureCol)
+		sp, err := spec(path)
 		if err != nil {
 			return err
 		}
-		platform := "drainpipe_mlp"
-		if strings.EqualFold(filepath.Ext(path), ".onnx") {
-			platform = "onnxruntime_onnx"
-		}
-		feature := cmp.Or(m.feature, "features")
-		specs = append(specs, serve.ModelSpec{
-			Name: modelName, Platform: platform, Model: m.model,
-			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
-			Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
-				predict.WithGroups(cmp.Or(*sessions, m.sessions))},
-			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
-		})
+		sp.Name = modelName
+		specs = append(specs, sp)
 	}
 	opts := []serve.Option{serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
 		serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
 	if tlsConfig != nil {
 		opts = append(opts, serve.WithTLS(tlsConfig))
+	}
+	if *repoDir != "" {
+		if st, err := os.Stat(*repoDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("serve: --model-repository %s: not a folder", *repoDir)
+		}
+		opts = append(opts, serve.WithRepository(serve.Repository{Dir: *repoDir, Poll: *repoPoll,
+			Load: func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path) }}))
 	}
 	srv, err := serve.New(specs, opts...)
 	if err != nil {

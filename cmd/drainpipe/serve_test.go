@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -23,8 +24,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
@@ -208,7 +211,7 @@ func TestServeFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "--model is required"},
+		{nil, "--model or --model-repository is required"},
 		{[]string{"--model", model, "--model", "b=" + model, "--name", "x"}, "--name names the one model served"},
 		{[]string{"--model", model, "--http", "", "--grpc", ""}, "nothing to listen on"},
 		{[]string{"--model", model, "--model", model, "--http", "127.0.0.1:0", "--grpc", ""}, `model "model" given twice`},
@@ -230,5 +233,75 @@ func TestServeFlagErrors(t *testing.T) {
 	stdout, stderr, err := drainpipe("serve", "--help")
 	if err != nil || !strings.Contains(stdout+stderr, "curl -s localhost:8080/v2/models/model/infer") {
 		t.Errorf("serve --help: %v %s", err, stdout+stderr)
+	}
+}
+
+// serve --model-repository with --repository-poll: a version dropped into
+// the folder is served, with the ones the policy keeps, and metadata,
+// the index and gRPC health say so.
+func TestServeModelRepository(t *testing.T) {
+	dir := fixture(t, 10, 16, 3)
+	model := arrowtest.ReadFile(t, filepath.Join(dir, "model.dpmlp"))
+	repo := t.TempDir()
+	put := func(v string) {
+		if err := os.MkdirAll(filepath.Join(repo, "mlp", v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "mlp", v, "model.dpmlp"), model, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("1")
+	if err := os.WriteFile(filepath.Join(repo, "mlp", "config.json"), []byte(`{"version_policy": {"latest": 2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--model-repository", repo, "--repository-poll", "50ms")
+	put("2")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(s.http + "/v2/models/mlp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct{ Versions []string }
+		json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		if strings.Join(meta.Versions, ",") == "1,2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versions %v, want 1,2\n%s", meta.Versions, s.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(s.http+"/v2/models/mlp/infer", "application/json", bytes.NewReader(featureBodyNamed("features", 2, 16)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		ModelVersion string `json:"model_version"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.ModelVersion != "2" {
+		t.Fatalf("infer: %d, version %q", resp.StatusCode, out.ModelVersion)
+	}
+	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	h, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{Service: "mlp"})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("gRPC health of mlp: %v, %v", h, err)
+	}
+	resp, err = http.Post(s.http+"/v2/repository/index", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(index), `{"name":"mlp","version":"2","state":"READY"}`) {
+		t.Fatalf("index: %s", index)
 	}
 }
