@@ -305,3 +305,67 @@ func TestServeModelRepository(t *testing.T) {
 		t.Fatalf("index: %s", index)
 	}
 }
+
+// The built server against hostile clients: made-up model names do not
+// grow /metrics; a declared terabyte is refused before it is read; and
+// SIGTERM with a client stalled mid-body answers readiness 503 for the
+// drain grace, cuts the stalled body and exits 0, long before its drain
+// timeout.
+func TestServeHostileClients(t *testing.T) {
+	dir := fixture(t, 10, 16, 3)
+	s := startServe(t, "--model", "m="+filepath.Join(dir, "model.dpmlp"), "--drain-grace", "300ms", "--drain-timeout", "2m")
+	for i := range 300 {
+		resp, err := http.Post(fmt.Sprintf("%s/v2/models/made-up-%d/infer", s.http, i), "application/json", bytes.NewReader(featureBodyNamed("features", 1, 16)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	resp, err := http.Get(s.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := strings.Count(string(metrics), "made-up"); n > 0 || !strings.Contains(string(metrics), `drainpipe_requests_total{code="404",model="_unknown",protocol="http"} 300`) {
+		t.Fatalf("metrics after 300 made-up names: %d mentions", n)
+	}
+
+	raw := func(header, body string) net.Conn {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.http, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n%s\r\n%s", header, body)
+		return c
+	}
+	huge := raw("Content-Length: 1099511627776\r\n", "")
+	huge.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(huge), nil); err != nil || resp.StatusCode != 413 {
+		t.Fatalf("a declared terabyte: %v %v", resp, err)
+	}
+	raw("Content-Length: 1000\r\n", `{"inputs": [`) // and nothing more
+	time.Sleep(100 * time.Millisecond)
+
+	began := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	sawDraining := false
+	for time.Since(began) < 250*time.Millisecond {
+		if resp, err := http.Get(s.http + "/v2/health/ready"); err == nil {
+			resp.Body.Close()
+			sawDraining = sawDraining || resp.StatusCode == 503
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	<-s.finished
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM with a stalled client: %v\n%s", err, s.logText())
+	}
+	if took := time.Since(began); !sawDraining || took > time.Minute {
+		t.Fatalf("readiness 503 seen: %t; exit after %s", sawDraining, took)
+	}
+}
