@@ -5,8 +5,9 @@
 //   - in-process: closed-loop callers sending requests of n rows straight
 //     to the model's Batcher (the reference rate);
 //
-//   - saturation: the same callers as REST (JSON) or gRPC (raw contents)
-//     clients of the server: rows/s against in-process, p50/p99;
+//   - saturation: the same callers as REST (JSON, or Triton's binary
+//     tensors) or gRPC (raw contents) clients of the server: rows/s
+//     against in-process, p50/p99;
 //
 //   - open loop: requests arriving at random (Poisson) at 10%, 50% and 90%
 //     of the protocol's saturation rate, each in its own goroutine: p50/p99
@@ -122,13 +123,14 @@ func main() {
 	for _, rows := range requestRows {
 		data := features(rows)
 		calls := map[string]call{
-			"in-process": inProcess(bt, schema, data, rows),
-			"http":       restCall(httpClient, url, data, rows),
-			"grpc":       grpcCall(client, data, rows),
+			"in-process":  inProcess(bt, schema, data, rows),
+			"http":        restCall(httpClient, url, data, rows),
+			"http-binary": restBinaryCall(httpClient, url, data, rows),
+			"grpc":        grpcCall(client, data, rows),
 		}
 		ref := closedLoop(calls["in-process"], *callers, *duration)
 		report(out, "saturation", "in-process", rows, 0, 0, ref, ref)
-		for _, proto := range []string{"http", "grpc"} {
+		for _, proto := range []string{"http", "http-binary", "grpc"} {
 			sat := closedLoop(calls[proto], *callers, *duration)
 			report(out, "saturation", proto, rows, 0, 0, sat, ref)
 			for _, load := range loads {
@@ -193,11 +195,48 @@ func restCall(client *http.Client, url string, data []float32, rows int) call {
 	}
 }
 
-func grpcCall(client pb.GRPCInferenceServiceClient, data []float32, rows int) call {
+// restBinaryCall sends the rows as Triton's binary tensor data extension
+// does (the JSON header, then the floats as little-endian bytes) and asks
+// for the outputs in binary.
+func restBinaryCall(client *http.Client, url string, data []float32, rows int) call {
+	head, err := json.Marshal(map[string]any{
+		"inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{rows, width},
+			"parameters": map[string]any{"binary_data_size": len(data) * 4}}},
+		"parameters": map[string]any{"binary_data_output": true}})
+	check(err)
+	body := append(head, rawFloats(data)...)
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set(serve.BinaryHeader, fmt.Sprint(len(head)))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(serve.BinaryHeader) == "" {
+			return fmt.Errorf("status %d, %s %q", resp.StatusCode, serve.BinaryHeader, resp.Header.Get(serve.BinaryHeader))
+		}
+		return nil
+	}
+}
+
+// rawFloats returns data as little-endian bytes.
+func rawFloats(data []float32) []byte {
 	raw := make([]byte, 0, len(data)*4)
 	for _, v := range data {
 		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
 	}
+	return raw
+}
+
+func grpcCall(client pb.GRPCInferenceServiceClient, data []float32, rows int) call {
+	raw := rawFloats(data)
 	req := &pb.ModelInferRequest{ModelName: "mlp",
 		Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "features", Datatype: "FP32", Shape: []int64{int64(rows), width}}},
 		RawInputContents: [][]byte{raw}}
