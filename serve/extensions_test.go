@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Triton's binary tensor data extension: inputs as little-endian bytes
@@ -117,5 +121,16 @@ func TestStatistics(t *testing.T) {
 	}
 	if code, _ := r.do(t, "GET", "/v2/models/other/stats", nil, nil); code != 404 {
 		t.Fatalf("stats of an unknown model: %d", code)
+	}
+	// The same over gRPC, Triton's method.
+	resp, err := r.grpc.ModelStatistics(t.Context(), &pb.ModelStatisticsRequest{Name: "mlp"})
+	if err != nil || len(resp.GetModelStats()) != 1 {
+		t.Fatalf("gRPC statistics: %v, %v", resp, err)
+	}
+	if st := resp.GetModelStats()[0]; st.GetInferenceCount() != 7 || st.GetInferenceStats().GetSuccess().GetCount() != 4 || st.GetExecutionCount() < 1 {
+		t.Fatalf("gRPC statistics: %v", st)
+	}
+	if _, err := r.grpc.ModelStatistics(t.Context(), &pb.ModelStatisticsRequest{Name: "other"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("gRPC statistics of an unknown model: %v", err)
 	}
 }

@@ -127,6 +127,44 @@ func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) 
 	return out, err
 }
 
+func (g *grpcService) ModelStatistics(_ context.Context, req *pb.ModelStatisticsRequest) (*pb.ModelStatisticsResponse, error) {
+	stats, err := g.s.modelStats(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	out := &pb.ModelStatisticsResponse{}
+	for _, st := range stats {
+		out.ModelStats = append(out.ModelStats, st.pb())
+	}
+	return out, nil
+}
+
+func (g *grpcService) RepositoryIndex(_ context.Context, req *pb.RepositoryIndexRequest) (*pb.RepositoryIndexResponse, error) {
+	index, err := g.s.repositoryIndex(req.GetReady())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	out := &pb.RepositoryIndexResponse{}
+	for _, e := range index {
+		out.Models = append(out.Models, &pb.RepositoryIndexResponse_ModelIndex{Name: e.Name, Version: e.Version, State: e.State, Reason: e.Reason})
+	}
+	return out, nil
+}
+
+func (g *grpcService) RepositoryModelLoad(ctx context.Context, req *pb.RepositoryModelLoadRequest) (*pb.RepositoryModelLoadResponse, error) {
+	if err := g.s.repositoryLoad(ctx, req.GetModelName()); err != nil {
+		return nil, grpcError(err)
+	}
+	return &pb.RepositoryModelLoadResponse{}, nil
+}
+
+func (g *grpcService) RepositoryModelUnload(_ context.Context, req *pb.RepositoryModelUnloadRequest) (*pb.RepositoryModelUnloadResponse, error) {
+	if err := g.s.repositoryUnload(req.GetModelName()); err != nil {
+		return nil, grpcError(err)
+	}
+	return &pb.RepositoryModelUnloadResponse{}, nil
+}
+
 func decodeGRPC(in *pb.ModelInferRequest) (*inferRequest, error) {
 	req := &inferRequest{model: in.GetModelName(), version: in.GetModelVersion(), id: in.GetId()}
 	if p, ok := in.GetParameters()["timeout"]; ok {

@@ -18,6 +18,9 @@ import (
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // testRepository is a model repository in a temporary folder whose model
@@ -129,8 +132,22 @@ func TestRepositoryExplicit(t *testing.T) {
 	if got := index(); !strings.Contains(got, "broken 1 UNAVAILABLE version 1:") && !strings.Contains(got, "broken 1 UNAVAILABLE") {
 		t.Fatalf("index with a broken model: %s", got)
 	}
-	if code, _ := r.do(t, "POST", "/v2/repository/models/mlp/unload", nil, nil); code != 200 {
-		t.Fatal("unload")
+	// The repository extension over gRPC, Triton's methods.
+	idx, err := r.grpc.RepositoryIndex(t.Context(), &pb.RepositoryIndexRequest{Ready: true})
+	if err != nil || len(idx.GetModels()) != 2 || idx.GetModels()[0].GetState() != "READY" {
+		t.Fatalf("gRPC index: %v, %v", idx, err)
+	}
+	if _, err := r.grpc.RepositoryModelLoad(t.Context(), &pb.RepositoryModelLoadRequest{ModelName: "mlp"}); err != nil {
+		t.Fatalf("gRPC load: %v", err)
+	}
+	if _, err := r.grpc.RepositoryModelLoad(t.Context(), &pb.RepositoryModelLoadRequest{ModelName: "../x"}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("gRPC load of a path: %v", err)
+	}
+	if _, err := r.grpc.RepositoryModelUnload(t.Context(), &pb.RepositoryModelUnloadRequest{ModelName: "mlp"}); err != nil {
+		t.Fatalf("gRPC unload: %v", err)
+	}
+	if code, _ := r.do(t, "POST", "/v2/repository/models/mlp/unload", nil, nil); code != 404 {
+		t.Fatal("unload of an unloaded model")
 	}
 	if code, _ := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(0, 1), false, nil), nil); code != 404 {
 		t.Fatalf("infer after unload: %d", code)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/drainpipe/drainpipe/online"
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
 // The statistics extension (Triton's), from each model's batcher counters.
@@ -62,25 +63,57 @@ func failed(st online.Stats) int64 {
 	return st.Failures + st.Timeouts + st.Cancellations + st.Overloads
 }
 
+// modelStats returns the statistics of a model's version, every version
+// of it (version ""), or every model (name "").
+func (s *Server) modelStats(name, version string) ([]modelStats, error) {
+	var models []*model
+	switch {
+	case name == "":
+		if s.isStarted() {
+			models = s.reg.all()
+		}
+	case version == "" && s.reg.has(name):
+		for _, v := range s.reg.versions(name) {
+			if m, ok := s.reg.find(name, v, false); ok {
+				models = append(models, m)
+			}
+		}
+	default:
+		m, err := s.lookup(name, version)
+		if err != nil {
+			return nil, err
+		}
+		models = append(models, m)
+	}
+	out := []modelStats{}
+	for _, m := range models {
+		out = append(out, m.stats())
+	}
+	return out, nil
+}
+
 // restModelStats answers GET /v2/models/stats (every model) and
 // /v2/models/NAME[/versions/V]/stats.
 func (s *Server) restModelStats(w http.ResponseWriter, r *http.Request) {
-	var models []*model
-	if name := r.PathValue("name"); name != "" {
-		m, err := s.lookup(name, r.PathValue("version"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		models = append(models, m)
-	} else if s.isStarted() {
-		models = s.reg.all()
+	stats, err := s.modelStats(r.PathValue("name"), r.PathValue("version"))
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	out := struct {
-		ModelStats []modelStats `json:"model_stats"`
-	}{ModelStats: []modelStats{}}
-	for _, m := range models {
-		out.ModelStats = append(out.ModelStats, m.stats())
+	writeJSON(w, http.StatusOK, map[string][]modelStats{"model_stats": stats})
+}
+
+// pb returns the statistics as the gRPC message.
+func (st modelStats) pb() *pb.ModelStatistics {
+	d := func(x statDuration) *pb.StatisticDuration {
+		return &pb.StatisticDuration{Count: uint64(x.Count), Ns: uint64(x.NS)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	out := &pb.ModelStatistics{Name: st.Name, Version: st.Version, LastInference: uint64(st.LastInference),
+		InferenceCount: uint64(st.InferenceCount), ExecutionCount: uint64(st.ExecutionCount),
+		InferenceStats: &pb.InferStatistics{Success: d(st.InferenceStats.Success), Fail: d(st.InferenceStats.Fail),
+			Queue: d(st.InferenceStats.Queue), ComputeInfer: d(st.InferenceStats.ComputeInfer)}}
+	for _, b := range st.BatchStats {
+		out.BatchStats = append(out.BatchStats, &pb.InferBatchStatistics{BatchSize: uint64(b.BatchSize), ComputeInfer: d(b.ComputeInfer)})
+	}
+	return out
 }

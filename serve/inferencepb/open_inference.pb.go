@@ -2,7 +2,8 @@
 // messages and field numbers of the specification's
 // open_inference_grpc.proto (kserve/open-inference-protocol,
 // specification/protocol), so clients generated from it talk to drainpipe
-// unchanged. Only go_package is added.
+// unchanged; go_package and Triton's statistics and repository RPCs are
+// added.
 //
 // Regenerate (protoc, protoc-gen-go, protoc-gen-go-grpc on PATH):
 //
@@ -17,12 +18,11 @@
 package inferencepb
 
 import (
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
-
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -32,6 +32,804 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ModelStatisticsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model; empty: every model.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The version; empty: every version.
+	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelStatisticsRequest) Reset() {
+	*x = ModelStatisticsRequest{}
+	mi := &file_open_inference_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelStatisticsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelStatisticsRequest) ProtoMessage() {}
+
+func (x *ModelStatisticsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelStatisticsRequest.ProtoReflect.Descriptor instead.
+func (*ModelStatisticsRequest) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ModelStatisticsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelStatisticsRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+type StatisticDuration struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	Ns            uint64                 `protobuf:"varint,2,opt,name=ns,proto3" json:"ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatisticDuration) Reset() {
+	*x = StatisticDuration{}
+	mi := &file_open_inference_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatisticDuration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatisticDuration) ProtoMessage() {}
+
+func (x *StatisticDuration) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatisticDuration.ProtoReflect.Descriptor instead.
+func (*StatisticDuration) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StatisticDuration) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *StatisticDuration) GetNs() uint64 {
+	if x != nil {
+		return x.Ns
+	}
+	return 0
+}
+
+type InferStatistics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Success       *StatisticDuration     `protobuf:"bytes,1,opt,name=success,proto3" json:"success,omitempty"`
+	Fail          *StatisticDuration     `protobuf:"bytes,2,opt,name=fail,proto3" json:"fail,omitempty"`
+	Queue         *StatisticDuration     `protobuf:"bytes,3,opt,name=queue,proto3" json:"queue,omitempty"`
+	ComputeInput  *StatisticDuration     `protobuf:"bytes,4,opt,name=compute_input,json=computeInput,proto3" json:"compute_input,omitempty"`
+	ComputeInfer  *StatisticDuration     `protobuf:"bytes,5,opt,name=compute_infer,json=computeInfer,proto3" json:"compute_infer,omitempty"`
+	ComputeOutput *StatisticDuration     `protobuf:"bytes,6,opt,name=compute_output,json=computeOutput,proto3" json:"compute_output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InferStatistics) Reset() {
+	*x = InferStatistics{}
+	mi := &file_open_inference_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InferStatistics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InferStatistics) ProtoMessage() {}
+
+func (x *InferStatistics) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InferStatistics.ProtoReflect.Descriptor instead.
+func (*InferStatistics) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InferStatistics) GetSuccess() *StatisticDuration {
+	if x != nil {
+		return x.Success
+	}
+	return nil
+}
+
+func (x *InferStatistics) GetFail() *StatisticDuration {
+	if x != nil {
+		return x.Fail
+	}
+	return nil
+}
+
+func (x *InferStatistics) GetQueue() *StatisticDuration {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+func (x *InferStatistics) GetComputeInput() *StatisticDuration {
+	if x != nil {
+		return x.ComputeInput
+	}
+	return nil
+}
+
+func (x *InferStatistics) GetComputeInfer() *StatisticDuration {
+	if x != nil {
+		return x.ComputeInfer
+	}
+	return nil
+}
+
+func (x *InferStatistics) GetComputeOutput() *StatisticDuration {
+	if x != nil {
+		return x.ComputeOutput
+	}
+	return nil
+}
+
+type InferBatchStatistics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BatchSize     uint64                 `protobuf:"varint,1,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	ComputeInput  *StatisticDuration     `protobuf:"bytes,2,opt,name=compute_input,json=computeInput,proto3" json:"compute_input,omitempty"`
+	ComputeInfer  *StatisticDuration     `protobuf:"bytes,3,opt,name=compute_infer,json=computeInfer,proto3" json:"compute_infer,omitempty"`
+	ComputeOutput *StatisticDuration     `protobuf:"bytes,4,opt,name=compute_output,json=computeOutput,proto3" json:"compute_output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InferBatchStatistics) Reset() {
+	*x = InferBatchStatistics{}
+	mi := &file_open_inference_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InferBatchStatistics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InferBatchStatistics) ProtoMessage() {}
+
+func (x *InferBatchStatistics) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InferBatchStatistics.ProtoReflect.Descriptor instead.
+func (*InferBatchStatistics) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InferBatchStatistics) GetBatchSize() uint64 {
+	if x != nil {
+		return x.BatchSize
+	}
+	return 0
+}
+
+func (x *InferBatchStatistics) GetComputeInput() *StatisticDuration {
+	if x != nil {
+		return x.ComputeInput
+	}
+	return nil
+}
+
+func (x *InferBatchStatistics) GetComputeInfer() *StatisticDuration {
+	if x != nil {
+		return x.ComputeInfer
+	}
+	return nil
+}
+
+func (x *InferBatchStatistics) GetComputeOutput() *StatisticDuration {
+	if x != nil {
+		return x.ComputeOutput
+	}
+	return nil
+}
+
+type ModelStatistics struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Milliseconds since the Unix epoch.
+	LastInference  uint64                  `protobuf:"varint,3,opt,name=last_inference,json=lastInference,proto3" json:"last_inference,omitempty"`
+	InferenceCount uint64                  `protobuf:"varint,4,opt,name=inference_count,json=inferenceCount,proto3" json:"inference_count,omitempty"`
+	ExecutionCount uint64                  `protobuf:"varint,5,opt,name=execution_count,json=executionCount,proto3" json:"execution_count,omitempty"`
+	InferenceStats *InferStatistics        `protobuf:"bytes,6,opt,name=inference_stats,json=inferenceStats,proto3" json:"inference_stats,omitempty"`
+	BatchStats     []*InferBatchStatistics `protobuf:"bytes,7,rep,name=batch_stats,json=batchStats,proto3" json:"batch_stats,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ModelStatistics) Reset() {
+	*x = ModelStatistics{}
+	mi := &file_open_inference_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelStatistics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelStatistics) ProtoMessage() {}
+
+func (x *ModelStatistics) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelStatistics.ProtoReflect.Descriptor instead.
+func (*ModelStatistics) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ModelStatistics) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelStatistics) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ModelStatistics) GetLastInference() uint64 {
+	if x != nil {
+		return x.LastInference
+	}
+	return 0
+}
+
+func (x *ModelStatistics) GetInferenceCount() uint64 {
+	if x != nil {
+		return x.InferenceCount
+	}
+	return 0
+}
+
+func (x *ModelStatistics) GetExecutionCount() uint64 {
+	if x != nil {
+		return x.ExecutionCount
+	}
+	return 0
+}
+
+func (x *ModelStatistics) GetInferenceStats() *InferStatistics {
+	if x != nil {
+		return x.InferenceStats
+	}
+	return nil
+}
+
+func (x *ModelStatistics) GetBatchStats() []*InferBatchStatistics {
+	if x != nil {
+		return x.BatchStats
+	}
+	return nil
+}
+
+type ModelStatisticsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ModelStats    []*ModelStatistics     `protobuf:"bytes,1,rep,name=model_stats,json=modelStats,proto3" json:"model_stats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelStatisticsResponse) Reset() {
+	*x = ModelStatisticsResponse{}
+	mi := &file_open_inference_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelStatisticsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelStatisticsResponse) ProtoMessage() {}
+
+func (x *ModelStatisticsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelStatisticsResponse.ProtoReflect.Descriptor instead.
+func (*ModelStatisticsResponse) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ModelStatisticsResponse) GetModelStats() []*ModelStatistics {
+	if x != nil {
+		return x.ModelStats
+	}
+	return nil
+}
+
+type ModelRepositoryParameter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to ParameterChoice:
+	//
+	//	*ModelRepositoryParameter_BoolParam
+	//	*ModelRepositoryParameter_Int64Param
+	//	*ModelRepositoryParameter_StringParam
+	//	*ModelRepositoryParameter_BytesParam
+	ParameterChoice isModelRepositoryParameter_ParameterChoice `protobuf_oneof:"parameter_choice"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ModelRepositoryParameter) Reset() {
+	*x = ModelRepositoryParameter{}
+	mi := &file_open_inference_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelRepositoryParameter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelRepositoryParameter) ProtoMessage() {}
+
+func (x *ModelRepositoryParameter) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelRepositoryParameter.ProtoReflect.Descriptor instead.
+func (*ModelRepositoryParameter) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ModelRepositoryParameter) GetParameterChoice() isModelRepositoryParameter_ParameterChoice {
+	if x != nil {
+		return x.ParameterChoice
+	}
+	return nil
+}
+
+func (x *ModelRepositoryParameter) GetBoolParam() bool {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*ModelRepositoryParameter_BoolParam); ok {
+			return x.BoolParam
+		}
+	}
+	return false
+}
+
+func (x *ModelRepositoryParameter) GetInt64Param() int64 {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*ModelRepositoryParameter_Int64Param); ok {
+			return x.Int64Param
+		}
+	}
+	return 0
+}
+
+func (x *ModelRepositoryParameter) GetStringParam() string {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*ModelRepositoryParameter_StringParam); ok {
+			return x.StringParam
+		}
+	}
+	return ""
+}
+
+func (x *ModelRepositoryParameter) GetBytesParam() []byte {
+	if x != nil {
+		if x, ok := x.ParameterChoice.(*ModelRepositoryParameter_BytesParam); ok {
+			return x.BytesParam
+		}
+	}
+	return nil
+}
+
+type isModelRepositoryParameter_ParameterChoice interface {
+	isModelRepositoryParameter_ParameterChoice()
+}
+
+type ModelRepositoryParameter_BoolParam struct {
+	BoolParam bool `protobuf:"varint,1,opt,name=bool_param,json=boolParam,proto3,oneof"`
+}
+
+type ModelRepositoryParameter_Int64Param struct {
+	Int64Param int64 `protobuf:"varint,2,opt,name=int64_param,json=int64Param,proto3,oneof"`
+}
+
+type ModelRepositoryParameter_StringParam struct {
+	StringParam string `protobuf:"bytes,3,opt,name=string_param,json=stringParam,proto3,oneof"`
+}
+
+type ModelRepositoryParameter_BytesParam struct {
+	BytesParam []byte `protobuf:"bytes,4,opt,name=bytes_param,json=bytesParam,proto3,oneof"`
+}
+
+func (*ModelRepositoryParameter_BoolParam) isModelRepositoryParameter_ParameterChoice() {}
+
+func (*ModelRepositoryParameter_Int64Param) isModelRepositoryParameter_ParameterChoice() {}
+
+func (*ModelRepositoryParameter_StringParam) isModelRepositoryParameter_ParameterChoice() {}
+
+func (*ModelRepositoryParameter_BytesParam) isModelRepositoryParameter_ParameterChoice() {}
+
+type RepositoryIndexRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RepositoryName string                 `protobuf:"bytes,1,opt,name=repository_name,json=repositoryName,proto3" json:"repository_name,omitempty"`
+	// Only the models ready for inference.
+	Ready         bool `protobuf:"varint,2,opt,name=ready,proto3" json:"ready,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepositoryIndexRequest) Reset() {
+	*x = RepositoryIndexRequest{}
+	mi := &file_open_inference_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryIndexRequest) ProtoMessage() {}
+
+func (x *RepositoryIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryIndexRequest.ProtoReflect.Descriptor instead.
+func (*RepositoryIndexRequest) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RepositoryIndexRequest) GetRepositoryName() string {
+	if x != nil {
+		return x.RepositoryName
+	}
+	return ""
+}
+
+func (x *RepositoryIndexRequest) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+type RepositoryIndexResponse struct {
+	state         protoimpl.MessageState                `protogen:"open.v1"`
+	Models        []*RepositoryIndexResponse_ModelIndex `protobuf:"bytes,1,rep,name=models,proto3" json:"models,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepositoryIndexResponse) Reset() {
+	*x = RepositoryIndexResponse{}
+	mi := &file_open_inference_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryIndexResponse) ProtoMessage() {}
+
+func (x *RepositoryIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryIndexResponse.ProtoReflect.Descriptor instead.
+func (*RepositoryIndexResponse) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RepositoryIndexResponse) GetModels() []*RepositoryIndexResponse_ModelIndex {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+type RepositoryModelLoadRequest struct {
+	state          protoimpl.MessageState               `protogen:"open.v1"`
+	RepositoryName string                               `protobuf:"bytes,1,opt,name=repository_name,json=repositoryName,proto3" json:"repository_name,omitempty"`
+	ModelName      string                               `protobuf:"bytes,2,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	Parameters     map[string]*ModelRepositoryParameter `protobuf:"bytes,3,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RepositoryModelLoadRequest) Reset() {
+	*x = RepositoryModelLoadRequest{}
+	mi := &file_open_inference_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryModelLoadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryModelLoadRequest) ProtoMessage() {}
+
+func (x *RepositoryModelLoadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryModelLoadRequest.ProtoReflect.Descriptor instead.
+func (*RepositoryModelLoadRequest) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RepositoryModelLoadRequest) GetRepositoryName() string {
+	if x != nil {
+		return x.RepositoryName
+	}
+	return ""
+}
+
+func (x *RepositoryModelLoadRequest) GetModelName() string {
+	if x != nil {
+		return x.ModelName
+	}
+	return ""
+}
+
+func (x *RepositoryModelLoadRequest) GetParameters() map[string]*ModelRepositoryParameter {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+type RepositoryModelLoadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepositoryModelLoadResponse) Reset() {
+	*x = RepositoryModelLoadResponse{}
+	mi := &file_open_inference_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryModelLoadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryModelLoadResponse) ProtoMessage() {}
+
+func (x *RepositoryModelLoadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryModelLoadResponse.ProtoReflect.Descriptor instead.
+func (*RepositoryModelLoadResponse) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{10}
+}
+
+type RepositoryModelUnloadRequest struct {
+	state          protoimpl.MessageState               `protogen:"open.v1"`
+	RepositoryName string                               `protobuf:"bytes,1,opt,name=repository_name,json=repositoryName,proto3" json:"repository_name,omitempty"`
+	ModelName      string                               `protobuf:"bytes,2,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	Parameters     map[string]*ModelRepositoryParameter `protobuf:"bytes,3,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RepositoryModelUnloadRequest) Reset() {
+	*x = RepositoryModelUnloadRequest{}
+	mi := &file_open_inference_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryModelUnloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryModelUnloadRequest) ProtoMessage() {}
+
+func (x *RepositoryModelUnloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryModelUnloadRequest.ProtoReflect.Descriptor instead.
+func (*RepositoryModelUnloadRequest) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RepositoryModelUnloadRequest) GetRepositoryName() string {
+	if x != nil {
+		return x.RepositoryName
+	}
+	return ""
+}
+
+func (x *RepositoryModelUnloadRequest) GetModelName() string {
+	if x != nil {
+		return x.ModelName
+	}
+	return ""
+}
+
+func (x *RepositoryModelUnloadRequest) GetParameters() map[string]*ModelRepositoryParameter {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+type RepositoryModelUnloadResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepositoryModelUnloadResponse) Reset() {
+	*x = RepositoryModelUnloadResponse{}
+	mi := &file_open_inference_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryModelUnloadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryModelUnloadResponse) ProtoMessage() {}
+
+func (x *RepositoryModelUnloadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryModelUnloadResponse.ProtoReflect.Descriptor instead.
+func (*RepositoryModelUnloadResponse) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{12}
+}
+
 type ServerLiveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -40,7 +838,7 @@ type ServerLiveRequest struct {
 
 func (x *ServerLiveRequest) Reset() {
 	*x = ServerLiveRequest{}
-	mi := &file_open_inference_proto_msgTypes[0]
+	mi := &file_open_inference_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -52,7 +850,7 @@ func (x *ServerLiveRequest) String() string {
 func (*ServerLiveRequest) ProtoMessage() {}
 
 func (x *ServerLiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[0]
+	mi := &file_open_inference_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -65,7 +863,7 @@ func (x *ServerLiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerLiveRequest.ProtoReflect.Descriptor instead.
 func (*ServerLiveRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{0}
+	return file_open_inference_proto_rawDescGZIP(), []int{13}
 }
 
 type ServerLiveResponse struct {
@@ -77,7 +875,7 @@ type ServerLiveResponse struct {
 
 func (x *ServerLiveResponse) Reset() {
 	*x = ServerLiveResponse{}
-	mi := &file_open_inference_proto_msgTypes[1]
+	mi := &file_open_inference_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -89,7 +887,7 @@ func (x *ServerLiveResponse) String() string {
 func (*ServerLiveResponse) ProtoMessage() {}
 
 func (x *ServerLiveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[1]
+	mi := &file_open_inference_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -102,7 +900,7 @@ func (x *ServerLiveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerLiveResponse.ProtoReflect.Descriptor instead.
 func (*ServerLiveResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{1}
+	return file_open_inference_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ServerLiveResponse) GetLive() bool {
@@ -120,7 +918,7 @@ type ServerReadyRequest struct {
 
 func (x *ServerReadyRequest) Reset() {
 	*x = ServerReadyRequest{}
-	mi := &file_open_inference_proto_msgTypes[2]
+	mi := &file_open_inference_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +930,7 @@ func (x *ServerReadyRequest) String() string {
 func (*ServerReadyRequest) ProtoMessage() {}
 
 func (x *ServerReadyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[2]
+	mi := &file_open_inference_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +943,7 @@ func (x *ServerReadyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerReadyRequest.ProtoReflect.Descriptor instead.
 func (*ServerReadyRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{2}
+	return file_open_inference_proto_rawDescGZIP(), []int{15}
 }
 
 type ServerReadyResponse struct {
@@ -157,7 +955,7 @@ type ServerReadyResponse struct {
 
 func (x *ServerReadyResponse) Reset() {
 	*x = ServerReadyResponse{}
-	mi := &file_open_inference_proto_msgTypes[3]
+	mi := &file_open_inference_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +967,7 @@ func (x *ServerReadyResponse) String() string {
 func (*ServerReadyResponse) ProtoMessage() {}
 
 func (x *ServerReadyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[3]
+	mi := &file_open_inference_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +980,7 @@ func (x *ServerReadyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerReadyResponse.ProtoReflect.Descriptor instead.
 func (*ServerReadyResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{3}
+	return file_open_inference_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ServerReadyResponse) GetReady() bool {
@@ -203,7 +1001,7 @@ type ModelReadyRequest struct {
 
 func (x *ModelReadyRequest) Reset() {
 	*x = ModelReadyRequest{}
-	mi := &file_open_inference_proto_msgTypes[4]
+	mi := &file_open_inference_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +1013,7 @@ func (x *ModelReadyRequest) String() string {
 func (*ModelReadyRequest) ProtoMessage() {}
 
 func (x *ModelReadyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[4]
+	mi := &file_open_inference_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +1026,7 @@ func (x *ModelReadyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelReadyRequest.ProtoReflect.Descriptor instead.
 func (*ModelReadyRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{4}
+	return file_open_inference_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ModelReadyRequest) GetName() string {
@@ -254,7 +1052,7 @@ type ModelReadyResponse struct {
 
 func (x *ModelReadyResponse) Reset() {
 	*x = ModelReadyResponse{}
-	mi := &file_open_inference_proto_msgTypes[5]
+	mi := &file_open_inference_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +1064,7 @@ func (x *ModelReadyResponse) String() string {
 func (*ModelReadyResponse) ProtoMessage() {}
 
 func (x *ModelReadyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[5]
+	mi := &file_open_inference_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +1077,7 @@ func (x *ModelReadyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelReadyResponse.ProtoReflect.Descriptor instead.
 func (*ModelReadyResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{5}
+	return file_open_inference_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ModelReadyResponse) GetReady() bool {
@@ -297,7 +1095,7 @@ type ServerMetadataRequest struct {
 
 func (x *ServerMetadataRequest) Reset() {
 	*x = ServerMetadataRequest{}
-	mi := &file_open_inference_proto_msgTypes[6]
+	mi := &file_open_inference_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +1107,7 @@ func (x *ServerMetadataRequest) String() string {
 func (*ServerMetadataRequest) ProtoMessage() {}
 
 func (x *ServerMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[6]
+	mi := &file_open_inference_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +1120,7 @@ func (x *ServerMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMetadataRequest.ProtoReflect.Descriptor instead.
 func (*ServerMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{6}
+	return file_open_inference_proto_rawDescGZIP(), []int{19}
 }
 
 type ServerMetadataResponse struct {
@@ -336,7 +1134,7 @@ type ServerMetadataResponse struct {
 
 func (x *ServerMetadataResponse) Reset() {
 	*x = ServerMetadataResponse{}
-	mi := &file_open_inference_proto_msgTypes[7]
+	mi := &file_open_inference_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -348,7 +1146,7 @@ func (x *ServerMetadataResponse) String() string {
 func (*ServerMetadataResponse) ProtoMessage() {}
 
 func (x *ServerMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[7]
+	mi := &file_open_inference_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -361,7 +1159,7 @@ func (x *ServerMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMetadataResponse.ProtoReflect.Descriptor instead.
 func (*ServerMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{7}
+	return file_open_inference_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ServerMetadataResponse) GetName() string {
@@ -395,7 +1193,7 @@ type ModelMetadataRequest struct {
 
 func (x *ModelMetadataRequest) Reset() {
 	*x = ModelMetadataRequest{}
-	mi := &file_open_inference_proto_msgTypes[8]
+	mi := &file_open_inference_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +1205,7 @@ func (x *ModelMetadataRequest) String() string {
 func (*ModelMetadataRequest) ProtoMessage() {}
 
 func (x *ModelMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[8]
+	mi := &file_open_inference_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +1218,7 @@ func (x *ModelMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelMetadataRequest.ProtoReflect.Descriptor instead.
 func (*ModelMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{8}
+	return file_open_inference_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModelMetadataRequest) GetName() string {
@@ -450,7 +1248,7 @@ type ModelMetadataResponse struct {
 
 func (x *ModelMetadataResponse) Reset() {
 	*x = ModelMetadataResponse{}
-	mi := &file_open_inference_proto_msgTypes[9]
+	mi := &file_open_inference_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +1260,7 @@ func (x *ModelMetadataResponse) String() string {
 func (*ModelMetadataResponse) ProtoMessage() {}
 
 func (x *ModelMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[9]
+	mi := &file_open_inference_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +1273,7 @@ func (x *ModelMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelMetadataResponse.ProtoReflect.Descriptor instead.
 func (*ModelMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{9}
+	return file_open_inference_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ModelMetadataResponse) GetName() string {
@@ -532,7 +1330,7 @@ type ModelInferRequest struct {
 
 func (x *ModelInferRequest) Reset() {
 	*x = ModelInferRequest{}
-	mi := &file_open_inference_proto_msgTypes[10]
+	mi := &file_open_inference_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +1342,7 @@ func (x *ModelInferRequest) String() string {
 func (*ModelInferRequest) ProtoMessage() {}
 
 func (x *ModelInferRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[10]
+	mi := &file_open_inference_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +1355,7 @@ func (x *ModelInferRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInferRequest.ProtoReflect.Descriptor instead.
 func (*ModelInferRequest) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{10}
+	return file_open_inference_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModelInferRequest) GetModelName() string {
@@ -625,7 +1423,7 @@ type ModelInferResponse struct {
 
 func (x *ModelInferResponse) Reset() {
 	*x = ModelInferResponse{}
-	mi := &file_open_inference_proto_msgTypes[11]
+	mi := &file_open_inference_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +1435,7 @@ func (x *ModelInferResponse) String() string {
 func (*ModelInferResponse) ProtoMessage() {}
 
 func (x *ModelInferResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[11]
+	mi := &file_open_inference_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +1448,7 @@ func (x *ModelInferResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInferResponse.ProtoReflect.Descriptor instead.
 func (*ModelInferResponse) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{11}
+	return file_open_inference_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModelInferResponse) GetModelName() string {
@@ -711,7 +1509,7 @@ type InferParameter struct {
 
 func (x *InferParameter) Reset() {
 	*x = InferParameter{}
-	mi := &file_open_inference_proto_msgTypes[12]
+	mi := &file_open_inference_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +1521,7 @@ func (x *InferParameter) String() string {
 func (*InferParameter) ProtoMessage() {}
 
 func (x *InferParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[12]
+	mi := &file_open_inference_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +1534,7 @@ func (x *InferParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferParameter.ProtoReflect.Descriptor instead.
 func (*InferParameter) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{12}
+	return file_open_inference_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InferParameter) GetParameterChoice() isInferParameter_ParameterChoice {
@@ -845,7 +1643,7 @@ type InferTensorContents struct {
 
 func (x *InferTensorContents) Reset() {
 	*x = InferTensorContents{}
-	mi := &file_open_inference_proto_msgTypes[13]
+	mi := &file_open_inference_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +1655,7 @@ func (x *InferTensorContents) String() string {
 func (*InferTensorContents) ProtoMessage() {}
 
 func (x *InferTensorContents) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[13]
+	mi := &file_open_inference_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +1668,7 @@ func (x *InferTensorContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferTensorContents.ProtoReflect.Descriptor instead.
 func (*InferTensorContents) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{13}
+	return file_open_inference_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *InferTensorContents) GetBoolContents() []bool {
@@ -929,6 +1727,74 @@ func (x *InferTensorContents) GetBytesContents() [][]byte {
 	return nil
 }
 
+type RepositoryIndexResponse_ModelIndex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) Reset() {
+	*x = RepositoryIndexResponse_ModelIndex{}
+	mi := &file_open_inference_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepositoryIndexResponse_ModelIndex) ProtoMessage() {}
+
+func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_open_inference_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepositoryIndexResponse_ModelIndex.ProtoReflect.Descriptor instead.
+func (*RepositoryIndexResponse_ModelIndex) Descriptor() ([]byte, []int) {
+	return file_open_inference_proto_rawDescGZIP(), []int{8, 0}
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RepositoryIndexResponse_ModelIndex) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ModelMetadataResponse_TensorMetadata struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -941,7 +1807,7 @@ type ModelMetadataResponse_TensorMetadata struct {
 
 func (x *ModelMetadataResponse_TensorMetadata) Reset() {
 	*x = ModelMetadataResponse_TensorMetadata{}
-	mi := &file_open_inference_proto_msgTypes[14]
+	mi := &file_open_inference_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1819,7 @@ func (x *ModelMetadataResponse_TensorMetadata) String() string {
 func (*ModelMetadataResponse_TensorMetadata) ProtoMessage() {}
 
 func (x *ModelMetadataResponse_TensorMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[14]
+	mi := &file_open_inference_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1832,7 @@ func (x *ModelMetadataResponse_TensorMetadata) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use ModelMetadataResponse_TensorMetadata.ProtoReflect.Descriptor instead.
 func (*ModelMetadataResponse_TensorMetadata) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{9, 0}
+	return file_open_inference_proto_rawDescGZIP(), []int{22, 0}
 }
 
 func (x *ModelMetadataResponse_TensorMetadata) GetName() string {
@@ -1004,7 +1870,7 @@ type ModelInferRequest_InferInputTensor struct {
 
 func (x *ModelInferRequest_InferInputTensor) Reset() {
 	*x = ModelInferRequest_InferInputTensor{}
-	mi := &file_open_inference_proto_msgTypes[15]
+	mi := &file_open_inference_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1882,7 @@ func (x *ModelInferRequest_InferInputTensor) String() string {
 func (*ModelInferRequest_InferInputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferInputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[15]
+	mi := &file_open_inference_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1895,7 @@ func (x *ModelInferRequest_InferInputTensor) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ModelInferRequest_InferInputTensor.ProtoReflect.Descriptor instead.
 func (*ModelInferRequest_InferInputTensor) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{10, 0}
+	return file_open_inference_proto_rawDescGZIP(), []int{23, 0}
 }
 
 func (x *ModelInferRequest_InferInputTensor) GetName() string {
@@ -1077,7 +1943,7 @@ type ModelInferRequest_InferRequestedOutputTensor struct {
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) Reset() {
 	*x = ModelInferRequest_InferRequestedOutputTensor{}
-	mi := &file_open_inference_proto_msgTypes[16]
+	mi := &file_open_inference_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1955,7 @@ func (x *ModelInferRequest_InferRequestedOutputTensor) String() string {
 func (*ModelInferRequest_InferRequestedOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[16]
+	mi := &file_open_inference_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1968,7 @@ func (x *ModelInferRequest_InferRequestedOutputTensor) ProtoReflect() protorefle
 
 // Deprecated: Use ModelInferRequest_InferRequestedOutputTensor.ProtoReflect.Descriptor instead.
 func (*ModelInferRequest_InferRequestedOutputTensor) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{10, 1}
+	return file_open_inference_proto_rawDescGZIP(), []int{23, 1}
 }
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) GetName() string {
@@ -1133,7 +1999,7 @@ type ModelInferResponse_InferOutputTensor struct {
 
 func (x *ModelInferResponse_InferOutputTensor) Reset() {
 	*x = ModelInferResponse_InferOutputTensor{}
-	mi := &file_open_inference_proto_msgTypes[20]
+	mi := &file_open_inference_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +2011,7 @@ func (x *ModelInferResponse_InferOutputTensor) String() string {
 func (*ModelInferResponse_InferOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferResponse_InferOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_open_inference_proto_msgTypes[20]
+	mi := &file_open_inference_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +2024,7 @@ func (x *ModelInferResponse_InferOutputTensor) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use ModelInferResponse_InferOutputTensor.ProtoReflect.Descriptor instead.
 func (*ModelInferResponse_InferOutputTensor) Descriptor() ([]byte, []int) {
-	return file_open_inference_proto_rawDescGZIP(), []int{11, 0}
+	return file_open_inference_proto_rawDescGZIP(), []int{24, 0}
 }
 
 func (x *ModelInferResponse_InferOutputTensor) GetName() string {
@@ -1200,7 +2066,80 @@ var File_open_inference_proto protoreflect.FileDescriptor
 
 const file_open_inference_proto_rawDesc = "" +
 	"\n" +
-	"\x14open_inference.proto\x12\tinference\"\x13\n" +
+	"\x14open_inference.proto\x12\tinference\"F\n" +
+	"\x16ModelStatisticsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\"9\n" +
+	"\x11StatisticDuration\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x0e\n" +
+	"\x02ns\x18\x02 \x01(\x04R\x02ns\"\xfa\x02\n" +
+	"\x0fInferStatistics\x126\n" +
+	"\asuccess\x18\x01 \x01(\v2\x1c.inference.StatisticDurationR\asuccess\x120\n" +
+	"\x04fail\x18\x02 \x01(\v2\x1c.inference.StatisticDurationR\x04fail\x122\n" +
+	"\x05queue\x18\x03 \x01(\v2\x1c.inference.StatisticDurationR\x05queue\x12A\n" +
+	"\rcompute_input\x18\x04 \x01(\v2\x1c.inference.StatisticDurationR\fcomputeInput\x12A\n" +
+	"\rcompute_infer\x18\x05 \x01(\v2\x1c.inference.StatisticDurationR\fcomputeInfer\x12C\n" +
+	"\x0ecompute_output\x18\x06 \x01(\v2\x1c.inference.StatisticDurationR\rcomputeOutput\"\x80\x02\n" +
+	"\x14InferBatchStatistics\x12\x1d\n" +
+	"\n" +
+	"batch_size\x18\x01 \x01(\x04R\tbatchSize\x12A\n" +
+	"\rcompute_input\x18\x02 \x01(\v2\x1c.inference.StatisticDurationR\fcomputeInput\x12A\n" +
+	"\rcompute_infer\x18\x03 \x01(\v2\x1c.inference.StatisticDurationR\fcomputeInfer\x12C\n" +
+	"\x0ecompute_output\x18\x04 \x01(\v2\x1c.inference.StatisticDurationR\rcomputeOutput\"\xbf\x02\n" +
+	"\x0fModelStatistics\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
+	"\x0elast_inference\x18\x03 \x01(\x04R\rlastInference\x12'\n" +
+	"\x0finference_count\x18\x04 \x01(\x04R\x0einferenceCount\x12'\n" +
+	"\x0fexecution_count\x18\x05 \x01(\x04R\x0eexecutionCount\x12C\n" +
+	"\x0finference_stats\x18\x06 \x01(\v2\x1a.inference.InferStatisticsR\x0einferenceStats\x12@\n" +
+	"\vbatch_stats\x18\a \x03(\v2\x1f.inference.InferBatchStatisticsR\n" +
+	"batchStats\"V\n" +
+	"\x17ModelStatisticsResponse\x12;\n" +
+	"\vmodel_stats\x18\x01 \x03(\v2\x1a.inference.ModelStatisticsR\n" +
+	"modelStats\"\xba\x01\n" +
+	"\x18ModelRepositoryParameter\x12\x1f\n" +
+	"\n" +
+	"bool_param\x18\x01 \x01(\bH\x00R\tboolParam\x12!\n" +
+	"\vint64_param\x18\x02 \x01(\x03H\x00R\n" +
+	"int64Param\x12#\n" +
+	"\fstring_param\x18\x03 \x01(\tH\x00R\vstringParam\x12!\n" +
+	"\vbytes_param\x18\x04 \x01(\fH\x00R\n" +
+	"bytesParamB\x12\n" +
+	"\x10parameter_choice\"W\n" +
+	"\x16RepositoryIndexRequest\x12'\n" +
+	"\x0frepository_name\x18\x01 \x01(\tR\x0erepositoryName\x12\x14\n" +
+	"\x05ready\x18\x02 \x01(\bR\x05ready\"\xca\x01\n" +
+	"\x17RepositoryIndexResponse\x12E\n" +
+	"\x06models\x18\x01 \x03(\v2-.inference.RepositoryIndexResponse.ModelIndexR\x06models\x1ah\n" +
+	"\n" +
+	"ModelIndex\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x9f\x02\n" +
+	"\x1aRepositoryModelLoadRequest\x12'\n" +
+	"\x0frepository_name\x18\x01 \x01(\tR\x0erepositoryName\x12\x1d\n" +
+	"\n" +
+	"model_name\x18\x02 \x01(\tR\tmodelName\x12U\n" +
+	"\n" +
+	"parameters\x18\x03 \x03(\v25.inference.RepositoryModelLoadRequest.ParametersEntryR\n" +
+	"parameters\x1ab\n" +
+	"\x0fParametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
+	"\x05value\x18\x02 \x01(\v2#.inference.ModelRepositoryParameterR\x05value:\x028\x01\"\x1d\n" +
+	"\x1bRepositoryModelLoadResponse\"\xa3\x02\n" +
+	"\x1cRepositoryModelUnloadRequest\x12'\n" +
+	"\x0frepository_name\x18\x01 \x01(\tR\x0erepositoryName\x12\x1d\n" +
+	"\n" +
+	"model_name\x18\x02 \x01(\tR\tmodelName\x12W\n" +
+	"\n" +
+	"parameters\x18\x03 \x03(\v27.inference.RepositoryModelUnloadRequest.ParametersEntryR\n" +
+	"parameters\x1ab\n" +
+	"\x0fParametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
+	"\x05value\x18\x02 \x01(\v2#.inference.ModelRepositoryParameterR\x05value:\x028\x01\"\x1f\n" +
+	"\x1dRepositoryModelUnloadResponse\"\x13\n" +
 	"\x11ServerLiveRequest\"(\n" +
 	"\x12ServerLiveResponse\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\bR\x04live\"\x14\n" +
@@ -1306,7 +2245,7 @@ const file_open_inference_proto_rawDesc = "" +
 	"\x0fuint64_contents\x18\x05 \x03(\x04R\x0euint64Contents\x12#\n" +
 	"\rfp32_contents\x18\x06 \x03(\x02R\ffp32Contents\x12#\n" +
 	"\rfp64_contents\x18\a \x03(\x01R\ffp64Contents\x12%\n" +
-	"\x0ebytes_contents\x18\b \x03(\fR\rbytesContents2\xfc\x03\n" +
+	"\x0ebytes_contents\x18\b \x03(\fR\rbytesContents2\x8a\a\n" +
 	"\x14GRPCInferenceService\x12K\n" +
 	"\n" +
 	"ServerLive\x12\x1c.inference.ServerLiveRequest\x1a\x1d.inference.ServerLiveResponse\"\x00\x12N\n" +
@@ -1316,7 +2255,11 @@ const file_open_inference_proto_rawDesc = "" +
 	"\x0eServerMetadata\x12 .inference.ServerMetadataRequest\x1a!.inference.ServerMetadataResponse\"\x00\x12T\n" +
 	"\rModelMetadata\x12\x1f.inference.ModelMetadataRequest\x1a .inference.ModelMetadataResponse\"\x00\x12K\n" +
 	"\n" +
-	"ModelInfer\x12\x1c.inference.ModelInferRequest\x1a\x1d.inference.ModelInferResponse\"\x00B2Z0github.com/drainpipe/drainpipe/serve/inferencepbb\x06proto3"
+	"ModelInfer\x12\x1c.inference.ModelInferRequest\x1a\x1d.inference.ModelInferResponse\"\x00\x12Z\n" +
+	"\x0fModelStatistics\x12!.inference.ModelStatisticsRequest\x1a\".inference.ModelStatisticsResponse\"\x00\x12Z\n" +
+	"\x0fRepositoryIndex\x12!.inference.RepositoryIndexRequest\x1a\".inference.RepositoryIndexResponse\"\x00\x12f\n" +
+	"\x13RepositoryModelLoad\x12%.inference.RepositoryModelLoadRequest\x1a&.inference.RepositoryModelLoadResponse\"\x00\x12l\n" +
+	"\x15RepositoryModelUnload\x12'.inference.RepositoryModelUnloadRequest\x1a(.inference.RepositoryModelUnloadResponse\"\x00B2Z0github.com/drainpipe/drainpipe/serve/inferencepbb\x06proto3"
 
 var (
 	file_open_inference_proto_rawDescOnce sync.Once
@@ -1330,67 +2273,108 @@ func file_open_inference_proto_rawDescGZIP() []byte {
 	return file_open_inference_proto_rawDescData
 }
 
-var file_open_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_open_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_open_inference_proto_goTypes = []any{
-	(*ServerLiveRequest)(nil),                            // 0: inference.ServerLiveRequest
-	(*ServerLiveResponse)(nil),                           // 1: inference.ServerLiveResponse
-	(*ServerReadyRequest)(nil),                           // 2: inference.ServerReadyRequest
-	(*ServerReadyResponse)(nil),                          // 3: inference.ServerReadyResponse
-	(*ModelReadyRequest)(nil),                            // 4: inference.ModelReadyRequest
-	(*ModelReadyResponse)(nil),                           // 5: inference.ModelReadyResponse
-	(*ServerMetadataRequest)(nil),                        // 6: inference.ServerMetadataRequest
-	(*ServerMetadataResponse)(nil),                       // 7: inference.ServerMetadataResponse
-	(*ModelMetadataRequest)(nil),                         // 8: inference.ModelMetadataRequest
-	(*ModelMetadataResponse)(nil),                        // 9: inference.ModelMetadataResponse
-	(*ModelInferRequest)(nil),                            // 10: inference.ModelInferRequest
-	(*ModelInferResponse)(nil),                           // 11: inference.ModelInferResponse
-	(*InferParameter)(nil),                               // 12: inference.InferParameter
-	(*InferTensorContents)(nil),                          // 13: inference.InferTensorContents
-	(*ModelMetadataResponse_TensorMetadata)(nil),         // 14: inference.ModelMetadataResponse.TensorMetadata
-	(*ModelInferRequest_InferInputTensor)(nil),           // 15: inference.ModelInferRequest.InferInputTensor
-	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 16: inference.ModelInferRequest.InferRequestedOutputTensor
-	nil, // 17: inference.ModelInferRequest.ParametersEntry
-	nil, // 18: inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	nil, // 19: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	(*ModelInferResponse_InferOutputTensor)(nil), // 20: inference.ModelInferResponse.InferOutputTensor
-	nil, // 21: inference.ModelInferResponse.ParametersEntry
-	nil, // 22: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	(*ModelStatisticsRequest)(nil),             // 0: inference.ModelStatisticsRequest
+	(*StatisticDuration)(nil),                  // 1: inference.StatisticDuration
+	(*InferStatistics)(nil),                    // 2: inference.InferStatistics
+	(*InferBatchStatistics)(nil),               // 3: inference.InferBatchStatistics
+	(*ModelStatistics)(nil),                    // 4: inference.ModelStatistics
+	(*ModelStatisticsResponse)(nil),            // 5: inference.ModelStatisticsResponse
+	(*ModelRepositoryParameter)(nil),           // 6: inference.ModelRepositoryParameter
+	(*RepositoryIndexRequest)(nil),             // 7: inference.RepositoryIndexRequest
+	(*RepositoryIndexResponse)(nil),            // 8: inference.RepositoryIndexResponse
+	(*RepositoryModelLoadRequest)(nil),         // 9: inference.RepositoryModelLoadRequest
+	(*RepositoryModelLoadResponse)(nil),        // 10: inference.RepositoryModelLoadResponse
+	(*RepositoryModelUnloadRequest)(nil),       // 11: inference.RepositoryModelUnloadRequest
+	(*RepositoryModelUnloadResponse)(nil),      // 12: inference.RepositoryModelUnloadResponse
+	(*ServerLiveRequest)(nil),                  // 13: inference.ServerLiveRequest
+	(*ServerLiveResponse)(nil),                 // 14: inference.ServerLiveResponse
+	(*ServerReadyRequest)(nil),                 // 15: inference.ServerReadyRequest
+	(*ServerReadyResponse)(nil),                // 16: inference.ServerReadyResponse
+	(*ModelReadyRequest)(nil),                  // 17: inference.ModelReadyRequest
+	(*ModelReadyResponse)(nil),                 // 18: inference.ModelReadyResponse
+	(*ServerMetadataRequest)(nil),              // 19: inference.ServerMetadataRequest
+	(*ServerMetadataResponse)(nil),             // 20: inference.ServerMetadataResponse
+	(*ModelMetadataRequest)(nil),               // 21: inference.ModelMetadataRequest
+	(*ModelMetadataResponse)(nil),              // 22: inference.ModelMetadataResponse
+	(*ModelInferRequest)(nil),                  // 23: inference.ModelInferRequest
+	(*ModelInferResponse)(nil),                 // 24: inference.ModelInferResponse
+	(*InferParameter)(nil),                     // 25: inference.InferParameter
+	(*InferTensorContents)(nil),                // 26: inference.InferTensorContents
+	(*RepositoryIndexResponse_ModelIndex)(nil), // 27: inference.RepositoryIndexResponse.ModelIndex
+	nil, // 28: inference.RepositoryModelLoadRequest.ParametersEntry
+	nil, // 29: inference.RepositoryModelUnloadRequest.ParametersEntry
+	(*ModelMetadataResponse_TensorMetadata)(nil),         // 30: inference.ModelMetadataResponse.TensorMetadata
+	(*ModelInferRequest_InferInputTensor)(nil),           // 31: inference.ModelInferRequest.InferInputTensor
+	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 32: inference.ModelInferRequest.InferRequestedOutputTensor
+	nil, // 33: inference.ModelInferRequest.ParametersEntry
+	nil, // 34: inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	nil, // 35: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	(*ModelInferResponse_InferOutputTensor)(nil), // 36: inference.ModelInferResponse.InferOutputTensor
+	nil, // 37: inference.ModelInferResponse.ParametersEntry
+	nil, // 38: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
 }
 var file_open_inference_proto_depIdxs = []int32{
-	14, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	14, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	17, // 2: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
-	15, // 3: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
-	16, // 4: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
-	21, // 5: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
-	20, // 6: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
-	18, // 7: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	13, // 8: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
-	19, // 9: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	12, // 10: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
-	12, // 11: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	12, // 12: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	22, // 13: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	13, // 14: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
-	12, // 15: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
-	12, // 16: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	0,  // 17: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
-	2,  // 18: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
-	4,  // 19: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
-	6,  // 20: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
-	8,  // 21: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
-	10, // 22: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
-	1,  // 23: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
-	3,  // 24: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
-	5,  // 25: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
-	7,  // 26: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
-	9,  // 27: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
-	11, // 28: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
-	23, // [23:29] is the sub-list for method output_type
-	17, // [17:23] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	1,  // 0: inference.InferStatistics.success:type_name -> inference.StatisticDuration
+	1,  // 1: inference.InferStatistics.fail:type_name -> inference.StatisticDuration
+	1,  // 2: inference.InferStatistics.queue:type_name -> inference.StatisticDuration
+	1,  // 3: inference.InferStatistics.compute_input:type_name -> inference.StatisticDuration
+	1,  // 4: inference.InferStatistics.compute_infer:type_name -> inference.StatisticDuration
+	1,  // 5: inference.InferStatistics.compute_output:type_name -> inference.StatisticDuration
+	1,  // 6: inference.InferBatchStatistics.compute_input:type_name -> inference.StatisticDuration
+	1,  // 7: inference.InferBatchStatistics.compute_infer:type_name -> inference.StatisticDuration
+	1,  // 8: inference.InferBatchStatistics.compute_output:type_name -> inference.StatisticDuration
+	2,  // 9: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
+	3,  // 10: inference.ModelStatistics.batch_stats:type_name -> inference.InferBatchStatistics
+	4,  // 11: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
+	27, // 12: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
+	28, // 13: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
+	29, // 14: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
+	30, // 15: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	30, // 16: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	33, // 17: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
+	31, // 18: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
+	32, // 19: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
+	37, // 20: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
+	36, // 21: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
+	6,  // 22: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	6,  // 23: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	34, // 24: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	26, // 25: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
+	35, // 26: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	25, // 27: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
+	25, // 28: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	25, // 29: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	38, // 30: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	26, // 31: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
+	25, // 32: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
+	25, // 33: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	13, // 34: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
+	15, // 35: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
+	17, // 36: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
+	19, // 37: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
+	21, // 38: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
+	23, // 39: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
+	0,  // 40: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
+	7,  // 41: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
+	9,  // 42: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
+	11, // 43: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
+	14, // 44: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
+	16, // 45: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
+	18, // 46: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
+	20, // 47: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
+	22, // 48: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
+	24, // 49: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
+	5,  // 50: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
+	8,  // 51: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
+	10, // 52: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
+	12, // 53: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_open_inference_proto_init() }
@@ -1398,7 +2382,13 @@ func file_open_inference_proto_init() {
 	if File_open_inference_proto != nil {
 		return
 	}
-	file_open_inference_proto_msgTypes[12].OneofWrappers = []any{
+	file_open_inference_proto_msgTypes[6].OneofWrappers = []any{
+		(*ModelRepositoryParameter_BoolParam)(nil),
+		(*ModelRepositoryParameter_Int64Param)(nil),
+		(*ModelRepositoryParameter_StringParam)(nil),
+		(*ModelRepositoryParameter_BytesParam)(nil),
+	}
+	file_open_inference_proto_msgTypes[25].OneofWrappers = []any{
 		(*InferParameter_BoolParam)(nil),
 		(*InferParameter_Int64Param)(nil),
 		(*InferParameter_StringParam)(nil),
@@ -1411,7 +2401,7 @@ func file_open_inference_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_open_inference_proto_rawDesc), len(file_open_inference_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
