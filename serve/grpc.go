@@ -77,7 +77,7 @@ func (g *grpcService) ModelReady(_ context.Context, req *pb.ModelReadyRequest) (
 }
 
 func (g *grpcService) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
-	return &pb.ServerMetadataResponse{Name: g.s.cfg.name, Version: g.s.cfg.version, Extensions: extensions}, nil
+	return &pb.ServerMetadataResponse{Name: g.s.cfg.name, Version: g.s.cfg.version, Extensions: g.s.extensions()}, nil
 }
 
 func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {

@@ -105,6 +105,9 @@ func TestRepositoryExplicit(t *testing.T) {
 	if got := index(); got != "mlp 1 READY" || version() != "1" {
 		t.Fatalf("at start: %s", got)
 	}
+	if _, body := r.do(t, "GET", "/v2", nil, nil); !strings.Contains(string(body), `"model_repository"`) {
+		t.Fatalf("server metadata: %s", body)
+	}
 	tr.put(t, "mlp", "2", "22")
 	if got := index(); got != "mlp 1 READY" {
 		t.Fatalf("explicit mode loads on request only: %s", got)

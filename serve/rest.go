@@ -98,12 +98,18 @@ func readyStatus(ready bool) int {
 }
 
 func (s *Server) restServerMetadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.name, "version": s.cfg.version, "extensions": extensions})
+	writeJSON(w, http.StatusOK, map[string]any{"name": s.cfg.name, "version": s.cfg.version, "extensions": s.extensions()})
 }
 
-// extensions are the protocol extensions the server implements, as its
-// metadata advertises them.
-var extensions = []string{"statistics", "binary_tensor_data"}
+// extensions returns the protocol extensions the server implements, as
+// its metadata advertises them.
+func (s *Server) extensions() []string {
+	ext := []string{"statistics", "binary_tensor_data"}
+	if s.repo != nil {
+		ext = append(ext, "model_repository")
+	}
+	return ext
+}
 
 type modelMetadataJSON struct {
 	Name     string           `json:"name"`
