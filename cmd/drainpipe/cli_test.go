@@ -104,7 +104,7 @@ func TestPredictInspectOverwriteAndStats(t *testing.T) {
 	}
 	for _, cmd := range [][]string{{"predict", "--help"}, {"inspect", "--help"}, {"demo", "--help"}, {"--help"}} {
 		stdout, stderr, err := drainpipe(cmd...)
-		if err != nil || !strings.Contains(stdout+stderr, "usage") {
+		if err != nil || !strings.Contains(stdout+stderr, "Usage:") {
 			t.Errorf("%v: %v %q", cmd, err, stdout+stderr)
 		}
 	}
@@ -309,5 +309,54 @@ func TestCLIEdges(t *testing.T) {
 		"--features", "f*", "--keep", "f0")
 	if err == nil || !strings.Contains(stderr, `--keep f0 matches --features "f*"`) {
 		t.Fatalf("--keep of a feature: %v %q", err, stderr)
+	}
+}
+
+// The command line behaves as the ones people know (cobra's): help for a
+// command names its flags by type and shows examples; flags may follow
+// the arguments; an unquoted glob the shell expanded gets a hint; shell
+// completion is generated; -v is --version; missing flags are usage
+// errors.
+func TestCLIConventions(t *testing.T) {
+	stdout, _, err := drainpipe("help", "predict")
+	if err != nil || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--input list") || !strings.Contains(stdout, "--max-memory bytes") {
+		t.Fatalf("help predict: %v\n%s", err, stdout)
+	}
+	if v, _, err := drainpipe("-v"); err != nil || !strings.HasPrefix(v, "drainpipe ") {
+		t.Fatalf("-v: %v %q", err, v)
+	}
+	if script, _, err := drainpipe("completion", "bash"); err != nil || !strings.Contains(script, "__start_drainpipe") {
+		t.Fatalf("completion bash: %v", err)
+	}
+	dir := fixture(t, 100, 8, 4)
+	usage := func(args []string, want string) {
+		t.Helper()
+		_, stderr, err := drainpipe(args...)
+		if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr, want) {
+			t.Fatalf("%v: %v %q, want exit 2 saying %q", args, err, stderr, want)
+		}
+	}
+	// What a shell makes of an unquoted --input dir/in-*.parquet.
+	usage([]string{"predict", "--model", filepath.Join(dir, "model.dpmlp"), "--output", filepath.Join(dir, "o.parquet"),
+		"--input", filepath.Join(dir, "in-0.parquet"), filepath.Join(dir, "in-1.parquet")}, "an unquoted glob the shell expanded? quote it")
+	usage([]string{"predict", "--input", filepath.Join(dir, "in-0.parquet")}, "--model is required")
+	usage([]string{"inspect"}, "no file given")
+
+	// Flags after the arguments; a glob; the first rows; a model file.
+	stdout, _, err = drainpipe("inspect", filepath.Join(dir, "in-*.parquet"), "--json")
+	var files []inspection
+	if err != nil || json.Unmarshal([]byte(stdout), &files) != nil || len(files) != 2 || files[0].Rows+files[1].Rows != 100 {
+		t.Fatalf("inspect GLOB --json: %v\n%s", err, stdout)
+	}
+	stdout, _, err = drainpipe("inspect", filepath.Join(dir, "in-0.parquet"), "--head", "3")
+	if err != nil || !strings.Contains(stdout, "first 3 rows:") {
+		t.Fatalf("inspect --head: %v\n%s", err, stdout)
+	}
+	if lines := strings.Split(strings.TrimSpace(stdout[strings.Index(stdout, "first 3 rows:"):]), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[1], "id") {
+		t.Fatalf("inspect --head 3 prints %d lines:\n%s", len(lines), stdout)
+	}
+	stdout, _, err = drainpipe("inspect", filepath.Join(dir, "model.dpmlp"))
+	if err != nil || !strings.Contains(stdout, "kind: drainpipe MLP") || !strings.Contains(stdout, "fixed_size_list<item: float32, nullable>[8]") || !strings.Contains(stdout, "probabilities") {
+		t.Fatalf("inspect a model: %v\n%s", err, stdout)
 	}
 }

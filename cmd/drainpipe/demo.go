@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
@@ -24,82 +22,84 @@ import (
 	"github.com/drainpipe/drainpipe/sink"
 )
 
-func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+const demoLong = `Writes synthetic Parquet files (an id and 64 float features) and an MLP
+64-256-256-10 into a folder, runs a full predict job on them, writes
+labelled CSV files to fit and evaluate a model on, and prints the
+commands to try next. A second run reuses the folder.`
+
+func demoCommand() *cobra.Command {
+	c := &cobra.Command{Use: "demo", Short: "A full job on synthetic data, and the commands to try next", Long: demoLong, Example: "", Args: noArgs("")}
+	fs := c.Flags()
 	rows := fs.Int("rows", 100_003, "rows of synthetic data")
 	dir := fs.String("dir", "drainpipe-demo", "the folder for the data, the model and the predictions; kept, and reused by the next run")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe demo [flags]\n\nWrites synthetic Parquet files (an id and 64 float features) and an MLP\n64-256-256-10 into a folder, runs a full predict job on them, writes\nlabelled CSV files to fit and evaluate a model on, and prints the commands\nto try next. A second run reuses the folder.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
-	const width, files = 64, 4
-	modelPath := filepath.Join(*dir, "model.dpmlp")
-	input := filepath.Join(*dir, "data-*.parquet")
-	output := filepath.Join(*dir, "predictions.parquet")
-	if n, err := fileset.Rows([]string{input}); err == nil && n == int64(*rows) {
-		fmt.Fprintf(stdout, "demo folder: %s (reused)\n", *dir)
-	} else {
-		if err := writeDemo(*dir, *rows, width, files); err != nil {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
 			return err
 		}
-		os.Remove(output) // the predictions of other data
-		fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..%d}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", *dir, files-1, *rows, width)
-	}
-	train, test := filepath.Join(*dir, "train.csv"), filepath.Join(*dir, "test.csv")
-	if !exists(train) || !exists(test) {
-		if err := writeLabelled(train, test, 3000, 1000); err != nil {
-			return err
+		const width, files = 64, 4
+		modelPath := filepath.Join(*dir, "model.dpmlp")
+		input := filepath.Join(*dir, "data-*.parquet")
+		output := filepath.Join(*dir, "predictions.parquet")
+		if n, err := fileset.Rows([]string{input}); err == nil && n == int64(*rows) {
+			fmt.Fprintf(stdout, "demo folder: %s (reused)\n", *dir)
+		} else {
+			if err := writeDemo(*dir, *rows, width, files); err != nil {
+				return err
+			}
+			os.Remove(output) // the predictions of other data
+			fmt.Fprintf(stdout, "demo folder: %s\n  data-{0..%d}.parquet: %d rows, id + features<float32>[%d]\n  model.dpmlp: MLP 64-256-256-10\n", *dir, files-1, *rows, width)
 		}
-		fmt.Fprintf(stdout, "  train.csv, test.csv: 3000 and 1000 labelled rows, f0..f3 + label (3 classes)\n")
-	}
-	predictCmdLine := fmt.Sprintf("drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id", modelPath, input, output)
-	fmt.Fprintf(stdout, "running: %s --resume\n", predictCmdLine)
+		train, test := filepath.Join(*dir, "train.csv"), filepath.Join(*dir, "test.csv")
+		if !exists(train) || !exists(test) {
+			if err := writeLabelled(train, test, 3000, 1000); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "  train.csv, test.csv: 3000 and 1000 labelled rows, f0..f3 + label (3 classes)\n")
+		}
+		predictCmdLine := fmt.Sprintf("drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id", modelPath, input, output)
+		fmt.Fprintf(stdout, "running: %s --resume\n", predictCmdLine)
 
-	m, err := loadModel(modelPath, "")
-	if err != nil {
-		return err
-	}
-	prog := newProgress(stderr)
-	sum, err := job.Run(ctx, job.Config{
-		Inputs: []string{input}, Output: output, Resume: true,
-		Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,
-		Predict:  []predict.Option{predict.WithGroups(m.sessions)},
-		Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	prog.finish()
-	if err != nil {
-		return err
-	}
-	printSummary(stdout, sum)
-
-	out, err := fileset.Read([]string{output})
-	if err != nil {
-		return err
-	}
-	for rec, err := range out.Records() {
+		m, err := loadModel(modelPath, "")
 		if err != nil {
 			return err
 		}
-		ids, classes := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
-		fmt.Fprintln(stdout, "first predictions (id -> class):")
-		for i := range min(5, ids.Len()) {
-			fmt.Fprintf(stdout, "  %d -> %d\n", ids.Value(i), classes.Value(i))
+		prog := newProgress(stderr)
+		sum, err := job.Run(ctx, job.Config{
+			Inputs: []string{input}, Output: output, Resume: true,
+			Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,
+			Predict:  []predict.Option{predict.WithGroups(m.sessions)},
+			Progress: prog.update, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		prog.finish()
+		if err != nil {
+			return err
 		}
-		break
+		printSummary(stdout, sum)
+
+		out, err := fileset.Read([]string{output})
+		if err != nil {
+			return err
+		}
+		for rec, err := range out.Records() {
+			if err != nil {
+				return err
+			}
+			ids, classes := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+			fmt.Fprintln(stdout, "first predictions (id -> class):")
+			for i := range min(5, ids.Len()) {
+				fmt.Fprintf(stdout, "  %d -> %d\n", ids.Value(i), classes.Value(i))
+			}
+			break
+		}
+		fitted := filepath.Join(*dir, "fitted.dpmlp")
+		fmt.Fprintf(stdout, "next:\n  drainpipe inspect %s\n  %s --resume\n  drainpipe predict --model %s --input '%s' --output %s --keep id\n",
+			output, predictCmdLine, modelPath, input, filepath.Join(*dir, "predictions")+string(filepath.Separator))
+		fmt.Fprintf(stdout, "  drainpipe fit --input %s --label label --features 'f*' --output %s\n  drainpipe eval --model %s --input %s --label label --features 'f*' --plot %s\n",
+			train, fitted, fitted, test, filepath.Join(*dir, "plots"))
+		return nil
 	}
-	fitted := filepath.Join(*dir, "fitted.dpmlp")
-	fmt.Fprintf(stdout, "next:\n  drainpipe inspect %s\n  %s --resume\n  drainpipe predict --model %s --input '%s' --output %s --keep id\n",
-		output, predictCmdLine, modelPath, input, filepath.Join(*dir, "predictions")+string(filepath.Separator))
-	fmt.Fprintf(stdout, "  drainpipe fit --input %s --label label --features 'f*' --output %s\n  drainpipe eval --model %s --input %s --label label --features 'f*' --plot %s\n",
-		train, fitted, fitted, test, filepath.Join(*dir, "plots"))
-	return nil
+	return c
 }
 
 // writeLabelled writes the demo's labelled CSV files: four features and a

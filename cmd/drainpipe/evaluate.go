@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
@@ -31,9 +31,17 @@ type evalReport struct {
 	Confusion [][]int64          `json:"confusion,omitempty"` // row = label, column = predicted class
 }
 
-func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+const evalLong = `Exact metrics of a classifier, or of a regression output, over every row,
+however the rows fall into batches: accuracy, macro precision, recall and
+F1, log loss, the confusion matrix; for two classes binary scores and ROC
+AUC; for a regression output mean squared and absolute error.`
+
+const evalExample = `  drainpipe eval --model model.dpmlp --input test.csv --features 'f*' --label label
+  drainpipe eval --model model.onnx --input 'test/*.parquet' --label y --json report.json --plot plots/`
+
+func evalCommand() *cobra.Command {
+	c := &cobra.Command{Use: "eval --model M --input FILES --label COLUMN", Short: "Exact metrics of a model over labelled files: a table, JSON, plots", Long: evalLong, Example: evalExample, Args: noArgs("--input")}
+	fs := c.Flags()
 	var inputs, features listFlag
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
 	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
@@ -47,83 +55,80 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	jsonPath := fs.String("json", "", "also write the report to this JSON file")
 	value := fs.String("value", "", "evaluate this regression output (mean squared and absolute error) instead of class probabilities (default \"value\" when the model has no class probabilities)")
 	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe eval --model M --input FILES --label COLUMN [flags]\n\nExact metrics of a classifier, or of a regression output, over every row,\nhowever the rows fall into batches.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	switch {
-	case *modelPath == "":
-		return fmt.Errorf("eval: --model is required")
-	case len(inputs) == 0:
-		return fmt.Errorf("eval: --input is required")
-	case *label == "":
-		return fmt.Errorf("eval: --label is required")
-	}
-	shard, err := fileset.ParseShard(*shardSpec)
-	if err != nil {
-		return err
-	}
-	m, err := loadModel(*modelPath, *featureCol)
-	if err != nil {
-		return err
-	}
-	column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
-	var origins fileset.Origins
-	// The label is never a feature, whatever the patterns match.
-	feat := fileset.Features{Column: column, Gather: features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
-	set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithShard(shard), fileset.WithOrigins(&origins))...)
-	if err != nil {
-		return err
-	}
-	ds, err := feat.Dataset(set, memory.DefaultAllocator, nil)
-	if errors.Is(err, fileset.ErrKeep) {
-		return fmt.Errorf("eval: --label %q: %w", *label, err)
-	}
-	if err != nil {
-		return err
-	}
-	plan, err := planEval(m.model, *value)
-	if err != nil {
-		return err
-	}
-	if *plotDir != "" && plan.k == 0 {
-		return fmt.Errorf("eval: --plot draws a classifier's plots; %q is a regression output", plan.value)
-	}
-	out, err := plan.run(ctx, m.model, ds, *label,
-		predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions)))
-	if located := origins.LocateError(err, 0); located != err {
-		return fmt.Errorf("eval: %w", located)
-	}
-	if err != nil {
-		return err
-	}
-	out.Model = *modelPath
-	printEval(stdout, out)
-	if *jsonPath != "" {
-		b, err := json.MarshalIndent(out, "", "  ")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx, stdout := c.Context(), c.OutOrStdout()
+		switch {
+		case *modelPath == "":
+			return usageError(fmt.Errorf("eval: --model is required"))
+		case len(inputs) == 0:
+			return usageError(fmt.Errorf("eval: --input is required"))
+		case *label == "":
+			return usageError(fmt.Errorf("eval: --label is required"))
+		}
+		shard, err := fileset.ParseShard(*shardSpec)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-	}
-	if *plotDir != "" {
-		if err := os.MkdirAll(*plotDir, 0o755); err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-		paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k)
+		m, err := loadModel(*modelPath, *featureCol)
 		if err != nil {
-			return fmt.Errorf("eval: plot: %w", err)
+			return err
 		}
-		for _, p := range paths {
-			fmt.Fprintf(stdout, "plot: %s\n", p)
+		column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
+		var origins fileset.Origins
+		// The label is never a feature, whatever the patterns match.
+		feat := fileset.Features{Column: column, Gather: features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
+		set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithShard(shard), fileset.WithOrigins(&origins))...)
+		if err != nil {
+			return err
 		}
+		ds, err := feat.Dataset(set, memory.DefaultAllocator, nil)
+		if errors.Is(err, fileset.ErrKeep) {
+			return fmt.Errorf("eval: --label %q: %w", *label, err)
+		}
+		if err != nil {
+			return err
+		}
+		plan, err := planEval(m.model, *value)
+		if err != nil {
+			return err
+		}
+		if *plotDir != "" && plan.k == 0 {
+			return fmt.Errorf("eval: --plot draws a classifier's plots; %q is a regression output", plan.value)
+		}
+		out, err := plan.run(ctx, m.model, ds, *label,
+			predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions)))
+		if located := origins.LocateError(err, 0); located != err {
+			return fmt.Errorf("eval: %w", located)
+		}
+		if err != nil {
+			return err
+		}
+		out.Model = *modelPath
+		printEval(stdout, out)
+		if *jsonPath != "" {
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+		}
+		if *plotDir != "" {
+			if err := os.MkdirAll(*plotDir, 0o755); err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+			paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k)
+			if err != nil {
+				return fmt.Errorf("eval: plot: %w", err)
+			}
+			for _, p := range paths {
+				fmt.Fprintf(stdout, "plot: %s\n", p)
+			}
+		}
+		return nil
 	}
-	return nil
+	return c
 }
 
 // evalPlan is what eval measures for a model: a classifier's metrics (k

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -21,9 +19,17 @@ import (
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
-func fitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+const fitLong = `Fits a softmax regression (gonum's L-BFGS) to labelled rows, held in
+memory, writes it as a drainpipe model, and evaluates it on held-out
+rows. Models trained elsewhere (PyTorch, scikit-learn, TensorFlow) come
+in as ONNX: predict --model m.onnx in a build with -tags onnx.`
+
+const fitExample = `  drainpipe fit --input train.csv --features 'f*' --label label --output model.dpmlp
+  drainpipe fit --input 'train/*.parquet' --label y --holdout 0.1 --seed 7 --output model.dpmlp`
+
+func fitCommand() *cobra.Command {
+	c := &cobra.Command{Use: "fit --input FILES --label COLUMN --output MODEL.dpmlp", Short: "Fit a softmax regression and evaluate it on held-out rows", Long: fitLong, Example: fitExample, Args: noArgs("--input")}
+	fs := c.Flags()
 	var inputs, features listFlag
 	fs.Var(&inputs, "input", "labelled input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
 	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool)")
@@ -32,79 +38,71 @@ func fitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	output := fs.String("output", "", "the model file to write (.dpmlp)")
 	holdout := fs.Float64("holdout", 0.2, "the fraction of rows (the last ones) held out and evaluated, not fitted; 0 fits every row")
 	l2 := fs.Float64("l2", 1e-4, "L2 penalty on the weights")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: drainpipe fit --input FILES --label COLUMN --output model.dpmlp [flags]
-
-Fits a softmax regression (gonum's L-BFGS) to labelled rows, held in
-memory, and writes it as a drainpipe model, evaluating it on held-out rows. Models trained elsewhere
-(PyTorch, scikit-learn, TensorFlow) come in as ONNX: predict --model m.onnx
-in a build with -tags onnx.`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	switch {
-	case len(inputs) == 0:
-		return fmt.Errorf("fit: --input is required")
-	case *label == "":
-		return fmt.Errorf("fit: --label is required")
-	case *output == "":
-		return fmt.Errorf("fit: --output is required")
-	case *holdout < 0 || *holdout >= 1:
-		return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
-	}
-	var origins fileset.Origins
-	column := *featureCol
-	// The label is never a feature, whatever the patterns match.
-	feat := fileset.Features{Column: column, Gather: features, Keep: []string{*label}, Exclude: []string{*label}}
-	set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithOrigins(&origins))...)
-	if err != nil {
-		return err
-	}
-	mem := memory.DefaultAllocator
-	ds, err := feat.Dataset(set, mem, nil)
-	if err != nil {
-		return fmt.Errorf("fit: %w", err)
-	}
-	x, labels, width, err := readLabelled(ds, *label, column, &origins)
-	if err != nil {
-		return err
-	}
-	classes := slices.Max(labels) + 1
-	n := len(labels)
-	fitted := n - int(float64(n)**holdout)
-	if fitted < 1 || classes < 2 {
-		return fmt.Errorf("fit: %d rows of %d classes to fit: too few", fitted, classes)
-	}
-	m, err := cpu.FitSoftmaxRegression(mat.NewDense(fitted, width, x[:fitted*width]), labels[:fitted], classes, *l2)
-	if err != nil {
-		return err
-	}
-	m.Feature = column
-	if err := m.SaveFile(*output); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "fitted %s: softmax regression, %d features, %d classes, on %d rows\n", *output, width, classes, fitted)
-	if fitted == n {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx, stdout := c.Context(), c.OutOrStdout()
+		switch {
+		case len(inputs) == 0:
+			return usageError(fmt.Errorf("fit: --input is required"))
+		case *label == "":
+			return usageError(fmt.Errorf("fit: --label is required"))
+		case *output == "":
+			return usageError(fmt.Errorf("fit: --output is required"))
+		case *holdout < 0 || *holdout >= 1:
+			return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
+		}
+		var origins fileset.Origins
+		column := *featureCol
+		// The label is never a feature, whatever the patterns match.
+		feat := fileset.Features{Column: column, Gather: features, Keep: []string{*label}, Exclude: []string{*label}}
+		set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithOrigins(&origins))...)
+		if err != nil {
+			return err
+		}
+		mem := memory.DefaultAllocator
+		ds, err := feat.Dataset(set, mem, nil)
+		if err != nil {
+			return fmt.Errorf("fit: %w", err)
+		}
+		x, labels, width, err := readLabelled(ds, *label, column, &origins)
+		if err != nil {
+			return err
+		}
+		classes := slices.Max(labels) + 1
+		n := len(labels)
+		fitted := n - int(float64(n)**holdout)
+		if fitted < 1 || classes < 2 {
+			return fmt.Errorf("fit: %d rows of %d classes to fit: too few", fitted, classes)
+		}
+		m, err := cpu.FitSoftmaxRegression(mat.NewDense(fitted, width, x[:fitted*width]), labels[:fitted], classes, *l2)
+		if err != nil {
+			return err
+		}
+		m.Feature = column
+		if err := m.SaveFile(*output); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "fitted %s: softmax regression, %d features, %d classes, on %d rows\n", *output, width, classes, fitted)
+		if fitted == n {
+			return nil
+		}
+		held, err := heldOut(mem, x[fitted*width:], labels[fitted:], width, column, *label)
+		if err != nil {
+			return err
+		}
+		defer held.Release()
+		plan, err := planEval(m, "")
+		if err != nil {
+			return err
+		}
+		out, err := plan.run(ctx, m, dataset.FromRecords(held.Schema(), held), *label, predict.WithBatchSize(256))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "held out: %d rows\n", out.Rows)
+		printEval(stdout, out)
 		return nil
 	}
-	held, err := heldOut(mem, x[fitted*width:], labels[fitted:], width, column, *label)
-	if err != nil {
-		return err
-	}
-	defer held.Release()
-	plan, err := planEval(m, "")
-	if err != nil {
-		return err
-	}
-	out, err := plan.run(ctx, m, dataset.FromRecords(held.Schema(), held), *label, predict.WithBatchSize(256))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "held out: %d rows\n", out.Rows)
-	printEval(stdout, out)
-	return nil
+	return c
 }
 
 // readLabelled reads every row's features (row-major) and class label.

@@ -1,18 +1,23 @@
 // Command drainpipe runs batch inference jobs over Parquet, Arrow IPC and
-// CSV files.
+// CSV files, local or on object storage, and serves, evaluates and fits
+// models.
 //
 //	drainpipe predict --model M --input 'data/*.parquet' --output out.parquet [flags]
+//	drainpipe eval --model M --input FILES --label COLUMN [--json F] [--plot DIR]
+//	drainpipe fit --input FILES --label COLUMN --output M.dpmlp
 //	drainpipe serve --model M [--http :8080] [--grpc :8081]
-//	drainpipe inspect FILE
+//	drainpipe serve --model-repository DIR [--repository-poll 10s]
+//	drainpipe inspect FILE...
 //	drainpipe demo
+//	drainpipe version
+//	drainpipe completion bash|zsh|fish|powershell
 //
-// Run a command with --help for its flags.
+// Run drainpipe help COMMAND, or a command with --help, for its flags.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,30 +27,14 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/spf13/cobra"
 )
-
-const usage = `drainpipe: batch inference over Arrow data
-
-usage:
-  drainpipe predict --model M --input FILES --output OUT [flags]   run a model over files
-  drainpipe eval --model M --input FILES --label COLUMN            exact metrics, a table, JSON, plots
-  drainpipe fit --input FILES --label COLUMN --output M.dpmlp      fit a softmax regression, evaluate held-out rows
-  drainpipe serve --model M [--http :8080] [--grpc :8081]          serve models over the Open Inference Protocol (REST, gRPC)
-  drainpipe inspect FILE                                           schema, rows, row groups
-  drainpipe demo                                                   a full job on synthetic data
-  drainpipe version                                                the build: module, Go, Arrow, tags
-
-Run 'drainpipe COMMAND --help' for a command's flags.
-`
 
 func main() {
 	ignoreFileSizeSignal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
 	if err != nil {
 		code := 1
 		if errors.Is(err, errUsage) {
@@ -55,55 +44,57 @@ func main() {
 		if errors.Is(err, fileset.ErrMemoryCeiling) {
 			msg += " (raise it with --max-memory)"
 		}
-		fmt.Fprintln(os.Stderr, "drainpipe:", msg)
+		fmt.Fprintln(os.Stderr, "drainpipe:", strings.TrimPrefix(msg, "usage: "))
 		os.Exit(code)
 	}
 }
 
+// newRoot returns the command line: the commands, their flags and help
+// (cobra), and shell completion (drainpipe completion bash|zsh|fish).
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "drainpipe",
+		Short: "Batch and streaming inference over Arrow data",
+		Long: `drainpipe runs models over Parquet, Arrow IPC and CSV files, local or on
+object storage, in fixed-size padded batches: every row gets one
+prediction, in order, exactly once, resumable after a kill. It also
+serves models over the Open Inference Protocol, evaluates them with exact
+metrics, and fits a softmax regression.`,
+		SilenceUsage: true, SilenceErrors: true,
+		Args: noArgs(""),
+		RunE: func(c *cobra.Command, _ []string) error {
+			c.SetOut(c.ErrOrStderr())
+			c.Help()
+			return usageError(errors.New("no command given"))
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(predictCommand(), evalCommand(), fitCommand(), serveCommand(), inspectCommand(), demoCommand(), versionCommand())
+	if text, err := versionText(); err == nil {
+		root.Version = "-" // --version and -v print versionText
+		root.SetVersionTemplate(text)
+	}
+	return root
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("%w: no command given", errUsage)
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = usageError(fmt.Errorf("%w (drainpipe --help lists the commands)", err))
 	}
-	switch args[0] {
-	case "predict":
-		return predictCmd(ctx, args[1:], stdout, stderr)
-	case "serve":
-		return serveCmd(ctx, args[1:], stderr)
-	case "inspect":
-		return inspectCmd(args[1:], stdout, stderr)
-	case "demo":
-		return demoCmd(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		return versionCmd(stdout)
-	case "eval":
-		return evalCmd(ctx, args[1:], stdout, stderr)
-	case "fit":
-		return fitCmd(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return flag.ErrHelp
-	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	return err
 }
 
 // errUsage marks a command line that does not parse: the CLI exits 2.
 var errUsage = errors.New("usage")
 
-// usageError marks a flag parsing error as a usage error; -h and --help
-// stay flag.ErrHelp.
+// usageError marks an error of the command line: the CLI exits 2.
 func usageError(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
 	return fmt.Errorf("%w: %w", errUsage, err)
-}
-
-// oneLine folds a multi-line error (Arrow schemas print on many lines)
-// into one.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/tensor"
 )
 
 // sessionsHelp describes every command's --sessions flag.
@@ -50,4 +52,48 @@ func loadModel(path, column string) (*loadedModel, error) {
 	// 1.5–1.7× (BENCHMARKS.md).
 	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil)),
 		sessions: runtime.GOMAXPROCS(0)}, nil
+}
+
+// isModelFile reports whether a name is a model file inspect describes.
+func isModelFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".dpmlp", ".onnx":
+		return true
+	}
+	return false
+}
+
+// modelInfo is what inspect reports of a model file.
+type modelInfo struct {
+	File    string      `json:"file"`
+	Kind    string      `json:"kind"`
+	Input   fieldInfo   `json:"input"`
+	Outputs []fieldInfo `json:"outputs,omitempty"`
+	SHA256  string      `json:"sha256"`
+}
+
+// describeModel loads a model file and says what it reads and writes.
+func describeModel(path string) (modelInfo, error) {
+	m, err := loadModel(path, "")
+	if err != nil {
+		return modelInfo{}, err
+	}
+	info := modelInfo{File: path, Kind: "drainpipe MLP", SHA256: m.id,
+		Input: fieldInfo{Name: cmp.Or(m.feature, cpu.DefaultFeature), Type: tensor.Type(m.inputSize).String()}}
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		info.Kind = "ONNX"
+	}
+	if o, ok := m.model.(device.OutputSchemaer); ok {
+		for _, f := range o.OutputSchema().Fields() {
+			info.Outputs = append(info.Outputs, fieldInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
+		}
+	}
+	return info, nil
+}
+
+func printModel(w io.Writer, m modelInfo) {
+	fmt.Fprintf(w, "model: %s\nkind: %s\nsha256: %s\ninput:\n  %s: %s\noutputs:\n", m.File, m.Kind, m.SHA256, m.Input.Name, m.Input.Type)
+	for _, o := range m.Outputs {
+		fmt.Fprintf(w, "  %s: %s\n", o.Name, o.Type)
+	}
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,11 +19,24 @@ import (
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/spf13/cobra"
 )
 
-func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+const predictLong = `Runs a model over Parquet, Arrow IPC or CSV files (local, or on object
+storage by URL) in fixed-size batches, the last one padded, and writes
+one prediction row per input row, in order, next to the --keep columns.
+The output is a file, or a folder of Parquet parts (a trailing /). The
+predictions are committed in durable parts: a job killed at any moment
+continues with --resume, and writes the bytes an uninterrupted run would.`
+
+const predictExample = `  drainpipe predict --model model.dpmlp --input 'data/*.parquet' --output preds.parquet --keep id
+  drainpipe predict --model model.onnx --input 's3://bucket/data/**/*.parquet' --output 's3://bucket/preds/' --keep id
+  drainpipe predict --model model.dpmlp --input in.csv --features 'f*' --output out.arrow --set-aside bad.parquet
+  drainpipe predict ... --resume          # continue after a kill`
+
+func predictCommand() *cobra.Command {
+	c := &cobra.Command{Use: "predict --model M --input FILES --output OUT", Short: "Run a model over files: every row once, in order, resumable", Long: predictLong, Example: predictExample, Args: noArgs("--input")}
+	fs := c.Flags()
 	var inputs, keep, features listFlag
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
 	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
@@ -49,78 +60,72 @@ func predictCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	csvSample := fs.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	maxMemory := byteSize(0)
 	fs.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB (default: 2GiB plus 16 times the file's size)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: drainpipe predict --model M --input FILES --output OUT [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("predict: unexpected argument %q", fs.Arg(0))
-	}
-	switch {
-	case *modelPath == "":
-		return fmt.Errorf("predict: --model is required")
-	case len(inputs) == 0:
-		return fmt.Errorf("predict: --input is required")
-	case *output == "":
-		return fmt.Errorf("predict: --output is required")
-	}
-	for _, k := range keep {
-		for _, pat := range features {
-			if ok, _ := path.Match(pat, k); ok {
-				return fmt.Errorf("predict: --keep %s matches --features %q: a column goes into the feature tensor or beside the predictions, not both", k, pat)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
+		switch {
+		case *modelPath == "":
+			return usageError(fmt.Errorf("predict: --model is required"))
+		case len(inputs) == 0:
+			return usageError(fmt.Errorf("predict: --input is required"))
+		case *output == "":
+			return usageError(fmt.Errorf("predict: --output is required"))
+		}
+		for _, k := range keep {
+			for _, pat := range features {
+				if ok, _ := path.Match(pat, k); ok {
+					return fmt.Errorf("predict: --keep %s matches --features %q: a column goes into the feature tensor or beside the predictions, not both", k, pat)
+				}
 			}
 		}
+		shard, err := fileset.ParseShard(*shardSpec)
+		if err != nil {
+			return err
+		}
+		m, err := loadModel(*modelPath, *featureCol)
+		if err != nil {
+			return err
+		}
+		column := *featureCol
+		if column == "" {
+			column = m.feature
+		}
+		if column == "" {
+			column = cpu.DefaultFeature
+		}
+		cfg := job.Config{
+			Inputs: inputs, Output: *output,
+			Model: m.model, ModelID: m.id, InputSize: m.inputSize,
+			FeatureColumn: column, Gather: features, Keep: keep,
+			BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
+			Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
+			Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
+			Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
+			Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		}
+		var prog *progress
+		if !*quiet {
+			prog = newProgress(stderr)
+			cfg.Progress = prog.update
+		}
+		sum, err := job.Run(ctx, cfg)
+		if prog != nil {
+			prog.finish()
+		}
+		switch {
+		case errors.Is(err, job.ErrInterrupted):
+			return fmt.Errorf("%w: run again with --resume to continue it, or --overwrite to start over", err)
+		case errors.Is(err, job.ErrOutputExists):
+			return fmt.Errorf("%w: --overwrite replaces it", err)
+		case err != nil:
+			return err
+		}
+		printSummary(stdout, sum)
+		if *statsJSON != "" {
+			return writeStats(*statsJSON, sum)
+		}
+		return nil
 	}
-	shard, err := fileset.ParseShard(*shardSpec)
-	if err != nil {
-		return err
-	}
-	m, err := loadModel(*modelPath, *featureCol)
-	if err != nil {
-		return err
-	}
-	column := *featureCol
-	if column == "" {
-		column = m.feature
-	}
-	if column == "" {
-		column = cpu.DefaultFeature
-	}
-	cfg := job.Config{
-		Inputs: inputs, Output: *output,
-		Model: m.model, ModelID: m.id, InputSize: m.inputSize,
-		FeatureColumn: column, Gather: features, Keep: keep,
-		BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
-		Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
-		Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
-		Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
-		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	var prog *progress
-	if !*quiet {
-		prog = newProgress(stderr)
-		cfg.Progress = prog.update
-	}
-	sum, err := job.Run(ctx, cfg)
-	if prog != nil {
-		prog.finish()
-	}
-	switch {
-	case errors.Is(err, job.ErrInterrupted):
-		return fmt.Errorf("%w: run again with --resume to continue it, or --overwrite to start over", err)
-	case errors.Is(err, job.ErrOutputExists):
-		return fmt.Errorf("%w: --overwrite replaces it", err)
-	case err != nil:
-		return err
-	}
-	printSummary(stdout, sum)
-	if *statsJSON != "" {
-		return writeStats(*statsJSON, sum)
-	}
-	return nil
+	return c
 }
 
 func printSummary(w io.Writer, s *job.Summary) {
@@ -171,6 +176,9 @@ func writeStats(path string, s *job.Summary) error {
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+// Type names the value in help (pflag's Value).
+func (b *byteSize) Type() string { return "bytes" }
 
 func (b *byteSize) Set(v string) error {
 	units := []struct {

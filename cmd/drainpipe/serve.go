@@ -6,9 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,12 +17,17 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
 
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
 	"github.com/drainpipe/drainpipe/tensor"
 )
+
+const serveLong = `Serves models over the Open Inference Protocol (KServe V2, Triton), REST
+and gRPC, every request through the model's online batcher.
+`
 
 const serveExample = `
 Each model's input is a tensor named after its feature column, of shape
@@ -60,9 +63,9 @@ and shuts the sessions down; the exit status is 0 if that took less than
 `
 
 // serveCmd serves models over the Open Inference Protocol until a signal.
-func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func serveCommand() *cobra.Command {
+	c := &cobra.Command{Use: "serve --model [NAME=]PATH | --model-repository DIR", Short: "Serve models over the Open Inference Protocol (KServe V2, Triton), REST and gRPC", Long: serveLong, Example: serveExample, Args: noArgs("--model")}
+	fs := c.Flags()
 	var models, sizes listFlag
 	fs.Var(&models, "model", "a model to serve, as PATH or NAME=PATH (default name: the file's base name); repeatable")
 	repoDir := fs.String("model-repository", "", "serve the models of this folder, in Triton's layout: NAME/VERSION/model.dpmlp (or model.onnx), with an optional NAME/config.json")
@@ -86,117 +89,107 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: drainpipe serve --model [NAME=]PATH [flags]\n       drainpipe serve --model-repository DIR [--repository-poll 10s] [flags]\n\nServe models over the Open Inference Protocol (KServe V2, Triton), REST and gRPC.\n\n")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, serveExample)
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	if fs.NArg() > 0 {
-		return usageError(fmt.Errorf("serve: unexpected argument %q (models are given with --model)", fs.Arg(0)))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if len(models) == 0 && *repoDir == "" {
-		fs.Usage()
-		return errors.New("serve: --model or --model-repository is required")
-	}
-	if *repoPoll != 0 && *repoDir == "" {
-		return usageError(errors.New("serve: --repository-poll polls --model-repository, which is not given"))
-	}
-	if *name != "" && len(models) > 1 {
-		return errors.New("serve: --name names the one model served; with several, give NAME=PATH")
-	}
-	if *httpAddr == "" && *grpcAddr == "" {
-		return errors.New("serve: neither --http nor --grpc: nothing to listen on")
-	}
-	allowed, err := batchSizes(sizes, *batch)
-	if err != nil {
-		return err
-	}
-	if given["batch-size"] && len(sizes) > 0 && allowed[len(allowed)-1] != *batch {
-		return usageError(fmt.Errorf("serve: --batch-size %d and --batch-sizes %s disagree: the last batch size is the batch size", *batch, strings.Join(sizes, ",")))
-	}
-	tlsConfig, err := serveTLS(*tlsCert, *tlsKey, *tlsClientCA)
-	if err != nil {
-		return err
-	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
-	if *logJSON {
-		handler = slog.NewJSONHandler(stderr, nil)
-	}
-	logger := slog.New(handler)
-
-	// spec makes the spec of a model file, with the flags' batching.
-	spec := func(path string) (serve.ModelSpec, error) {
-		m, err := loadModel(path, *featureCol)
-		if err != nil {
-			return serve.ModelSpec{}, err
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx, stderr := c.Context(), c.ErrOrStderr()
+		if len(models) == 0 && *repoDir == "" {
+			return usageError(errors.New("serve: --model or --model-repository is required"))
 		}
-		platform := "drainpipe_mlp"
-		if strings.EqualFold(filepath.Ext(path), ".onnx") {
-			platform = "onnxruntime_onnx"
+		if *repoPoll != 0 && *repoDir == "" {
+			return usageError(errors.New("serve: --repository-poll polls --model-repository, which is not given"))
 		}
-		feature := cmp.Or(m.feature, "features")
-		return serve.ModelSpec{
-			Platform: platform, Model: m.model,
-			Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
-			Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
-				predict.WithGroups(cmp.Or(*sessions, m.sessions))},
-			Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
-		}, nil
-	}
-	var specs []serve.ModelSpec
-	for _, arg := range models {
-		modelName, path, found := strings.Cut(arg, "=")
-		if !found {
-			path = arg
-			modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+		if *name != "" && len(models) > 1 {
+			return errors.New("serve: --name names the one model served; with several, give NAME=PATH")
 		}
-		sp, err := spec(path)
+		if *httpAddr == "" && *grpcAddr == "" {
+			return errors.New("serve: neither --http nor --grpc: nothing to listen on")
+		}
+		allowed, err := batchSizes(sizes, *batch)
 		if err != nil {
 			return err
 		}
-		sp.Name = modelName
-		specs = append(specs, sp)
-	}
-	opts := []serve.Option{serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
-		serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
-	if tlsConfig != nil {
-		opts = append(opts, serve.WithTLS(tlsConfig))
-	}
-	if *repoDir != "" {
-		if st, err := os.Stat(*repoDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("serve: --model-repository %s: not a folder", *repoDir)
+		if fs.Changed("batch-size") && len(sizes) > 0 && allowed[len(allowed)-1] != *batch {
+			return usageError(fmt.Errorf("serve: --batch-size %d and --batch-sizes %s disagree: the last batch size is the batch size", *batch, strings.Join(sizes, ",")))
 		}
-		opts = append(opts, serve.WithRepository(serve.Repository{Dir: *repoDir, Poll: *repoPoll,
-			Load: func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path) }}))
-	}
-	srv, err := serve.New(specs, opts...)
-	if err != nil {
-		return err
-	}
-	listen := func(addr string) (net.Listener, error) {
-		if addr == "" {
-			return nil, nil
+		tlsConfig, err := serveTLS(*tlsCert, *tlsKey, *tlsClientCA)
+		if err != nil {
+			return err
 		}
-		var lc net.ListenConfig
-		return lc.Listen(ctx, "tcp", addr)
-	}
-	httpLn, err := listen(*httpAddr)
-	if err != nil {
-		return fmt.Errorf("serve: --http: %w", err)
-	}
-	grpcLn, err := listen(*grpcAddr)
-	if err != nil {
-		if httpLn != nil {
-			httpLn.Close()
+		var handler slog.Handler = slog.NewTextHandler(stderr, nil)
+		if *logJSON {
+			handler = slog.NewJSONHandler(stderr, nil)
 		}
-		return fmt.Errorf("serve: --grpc: %w", err)
+		logger := slog.New(handler)
+
+		// spec makes the spec of a model file, with the flags' batching.
+		spec := func(path string) (serve.ModelSpec, error) {
+			m, err := loadModel(path, *featureCol)
+			if err != nil {
+				return serve.ModelSpec{}, err
+			}
+			platform := "drainpipe_mlp"
+			if strings.EqualFold(filepath.Ext(path), ".onnx") {
+				platform = "onnxruntime_onnx"
+			}
+			feature := cmp.Or(m.feature, "features")
+			return serve.ModelSpec{
+				Platform: platform, Model: m.model,
+				Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
+				Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
+					predict.WithGroups(cmp.Or(*sessions, m.sessions))},
+				Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
+			}, nil
+		}
+		var specs []serve.ModelSpec
+		for _, arg := range models {
+			modelName, path, found := strings.Cut(arg, "=")
+			if !found {
+				path = arg
+				modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+			}
+			sp, err := spec(path)
+			if err != nil {
+				return err
+			}
+			sp.Name = modelName
+			specs = append(specs, sp)
+		}
+		opts := []serve.Option{serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
+			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
+		if tlsConfig != nil {
+			opts = append(opts, serve.WithTLS(tlsConfig))
+		}
+		if *repoDir != "" {
+			if st, err := os.Stat(*repoDir); err != nil || !st.IsDir() {
+				return fmt.Errorf("serve: --model-repository %s: not a folder", *repoDir)
+			}
+			opts = append(opts, serve.WithRepository(serve.Repository{Dir: *repoDir, Poll: *repoPoll,
+				Load: func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path) }}))
+		}
+		srv, err := serve.New(specs, opts...)
+		if err != nil {
+			return err
+		}
+		listen := func(addr string) (net.Listener, error) {
+			if addr == "" {
+				return nil, nil
+			}
+			var lc net.ListenConfig
+			return lc.Listen(ctx, "tcp", addr)
+		}
+		httpLn, err := listen(*httpAddr)
+		if err != nil {
+			return fmt.Errorf("serve: --http: %w", err)
+		}
+		grpcLn, err := listen(*grpcAddr)
+		if err != nil {
+			if httpLn != nil {
+				httpLn.Close()
+			}
+			return fmt.Errorf("serve: --grpc: %w", err)
+		}
+		return srv.Run(ctx, httpLn, grpcLn)
 	}
-	return srv.Run(ctx, httpLn, grpcLn)
+	return c
 }
 
 // serveTLS returns the TLS configuration the flags ask for, or nil.

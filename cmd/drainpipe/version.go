@@ -5,16 +5,31 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
-// versionCmd prints the module's version, the source revision, the Go
+func versionCommand() *cobra.Command {
+	return &cobra.Command{Use: "version", Short: "The build: module version, source revision, Go, Arrow, tags", Args: noArgs(""),
+		RunE: func(c *cobra.Command, _ []string) error {
+			text, err := versionText()
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(c.OutOrStdout(), text)
+			return err
+		}}
+}
+
+// versionText is the module's version, the source revision, the Go
 // version, the Arrow module it was built with and the build tags
 // (openblas, onnx).
-func versionCmd(w io.Writer) error {
+func versionText() (string, error) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return fmt.Errorf("version: no build information in this binary")
+		return "", fmt.Errorf("version: no build information in this binary")
 	}
+	var w strings.Builder
 	arrow, tags := "", "none"
 	for _, d := range bi.Deps {
 		if strings.HasPrefix(d.Path, "github.com/apache/arrow-go/") {
@@ -26,12 +41,12 @@ func versionCmd(w io.Writer) error {
 			tags = s.Value
 		}
 	}
-	fmt.Fprintf(w, "drainpipe %s\n", bi.Main.Version)
+	fmt.Fprintf(&w, "drainpipe %s\n", bi.Main.Version)
 	if rev := vcs(bi); rev != "" {
-		fmt.Fprintf(w, "revision: %s\n", rev)
+		fmt.Fprintf(&w, "revision: %s\n", rev)
 	}
-	fmt.Fprintf(w, "go: %s\narrow: %s\ntags: %s\n", bi.GoVersion, arrow, tags)
-	return nil
+	fmt.Fprintf(&w, "go: %s\narrow: %s\ntags: %s\n", bi.GoVersion, arrow, tags)
+	return w.String(), nil
 }
 
 // vcs describes the source revision the binary was built from (go build

@@ -13,6 +13,9 @@ type List []string
 
 func (l *List) String() string { return strings.Join(*l, ",") }
 
+// Type names the value in help (pflag's Value).
+func (l *List) Type() string { return "list" }
+
 // Set adds the comma-separated values of v.
 func (l *List) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
