@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 )
 
@@ -83,4 +86,48 @@ func writeJSONFile(path string, v any) error {
 // into one.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// inputFlags are the flags of every command that reads files: which files,
+// which columns are the features, and how they are read.
+type inputFlags struct {
+	inputs, features listFlag
+	featureCol       string
+	shard            string
+	readRows         int
+	csvSample        int
+	maxMemory        byteSize
+}
+
+// add defines the flags on fs; defaultColumn is --feature-column's default.
+func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
+	fs.Var(&f.inputs, "input", "input files, globs (** spans folders), folders or URLs (s3://, gs://, azblob://, https://): .parquet, .arrow, .arrows, .csv; repeatable")
+	fs.Var(&f.features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
+	fs.StringVar(&f.featureCol, "feature-column", defaultColumn, "the tensor column of features (when not --features)")
+	fs.StringVar(&f.shard, "shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
+	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
+	fs.IntVar(&f.csvSample, "csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
+	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
+}
+
+// options returns the reading options the flags ask for, and the shard.
+func (f *inputFlags) options() ([]fileset.Option, fileset.Shard, error) {
+	shard, err := fileset.ParseShard(f.shard)
+	if err != nil {
+		return nil, shard, usageError(fmt.Errorf("--shard: %w", err))
+	}
+	if f.readRows < 1 {
+		return nil, shard, usageError(fmt.Errorf("--read-rows %d: want 1 or more", f.readRows))
+	}
+	return []fileset.Option{fileset.WithShard(shard), fileset.WithReadRows(f.readRows), fileset.WithCSVSample(f.csvSample),
+		fileset.WithMaxMemory(int64(f.maxMemory))}, shard, nil
+}
+
+// checkOutput refuses to replace an existing file without --overwrite, as
+// every command that writes one does.
+func checkOutput(flag, path string, overwrite bool) error {
+	if _, err := os.Stat(path); err == nil && !overwrite {
+		return fmt.Errorf("%s %s exists: --overwrite replaces it", flag, path)
+	}
+	return nil
 }

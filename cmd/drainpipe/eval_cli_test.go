@@ -121,7 +121,19 @@ func TestEvalCommand(t *testing.T) {
 		}
 	}
 	input, model := labelled(t, 10, 3)
-	_, stderr, err := drainpipe("eval", "--model", model, "--input", input, "--label", "nope")
+	// What eval writes is not replaced without --overwrite, as predict's.
+	js := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(js, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := drainpipe("eval", "--model", model, "--input", input, "--label", "y", "--json", js)
+	if err == nil || !strings.Contains(stderr, "exists: --overwrite replaces it") {
+		t.Fatalf("eval --json onto a file: %v %q", err, stderr)
+	}
+	if _, stderr, err := drainpipe("eval", "--model", model, "--input", input, "--label", "y", "--json", js, "--overwrite"); err != nil {
+		t.Fatalf("eval --json --overwrite: %v %s", err, stderr)
+	}
+	_, stderr, err = drainpipe("eval", "--model", model, "--input", input, "--label", "nope")
 	if err == nil || !strings.Contains(stderr, `"nope"`) {
 		t.Fatalf("missing label: %v %q", err, stderr)
 	}

@@ -3,11 +3,11 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,42 +42,53 @@ const evalExample = `  drainpipe eval --model model.dpmlp --input test.csv --fea
 func evalCommand() *cobra.Command {
 	c := &cobra.Command{Use: "eval --model M --input FILES --label COLUMN", Short: "Exact metrics of a model over labelled files: a table, JSON, plots", Long: evalLong, Example: evalExample, Args: noArgs("--input")}
 	fs := c.Flags()
-	var inputs, features listFlag
+	var in inputFlags
+	in.add(fs, "")
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
-	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
 	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool), or a regression's target values")
-	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
-	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
 	batch := fs.Int("batch-size", 256, "rows per device batch")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")
 	sessions := fs.Int("sessions", 0, sessionsHelp)
-	shardSpec := fs.String("shard", "0/1", "evaluate shard i of n (i/n)")
 	jsonPath := fs.String("json", "", "also write the report to this JSON file")
 	value := fs.String("value", "", "evaluate this regression output (mean squared and absolute error) instead of class probabilities (default \"value\" when the model has no class probabilities)")
 	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
+	overwrite := fs.Bool("overwrite", false, "replace the --json file and the --plot images if they exist")
+	normalized := fs.Bool("normalize", false, "draw the confusion matrix with each label's row as fractions (its recall on the diagonal)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout := c.Context(), c.OutOrStdout()
 		switch {
 		case *modelPath == "":
 			return usageError(fmt.Errorf("eval: --model is required"))
-		case len(inputs) == 0:
+		case len(in.inputs) == 0:
 			return usageError(fmt.Errorf("eval: --input is required"))
 		case *label == "":
 			return usageError(fmt.Errorf("eval: --label is required"))
 		}
-		shard, err := fileset.ParseShard(*shardSpec)
+		opts, _, err := in.options()
 		if err != nil {
 			return err
 		}
-		m, err := loadModel(*modelPath, *featureCol)
+		if *jsonPath != "" {
+			if err := checkOutput("--json", *jsonPath, *overwrite); err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+		}
+		if *plotDir != "" {
+			for _, name := range plotNames {
+				if err := checkOutput("--plot", filepath.Join(*plotDir, name), *overwrite); err != nil {
+					return fmt.Errorf("eval: %w", err)
+				}
+			}
+		}
+		m, err := loadModel(*modelPath, in.featureCol)
 		if err != nil {
 			return err
 		}
-		column := cmp.Or(*featureCol, m.feature, cpu.DefaultFeature)
+		column := cmp.Or(in.featureCol, m.feature, cpu.DefaultFeature)
 		var origins fileset.Origins
 		// The label is never a feature, whatever the patterns match.
-		feat := fileset.Features{Column: column, Gather: features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
-		set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithShard(shard), fileset.WithOrigins(&origins))...)
+		feat := fileset.Features{Column: column, Gather: in.features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
+		set, err := fileset.Open(in.inputs, append(append(feat.Options(), opts...), fileset.WithOrigins(&origins))...)
 		if err != nil {
 			return err
 		}
@@ -106,11 +117,7 @@ func evalCommand() *cobra.Command {
 		out.Model = *modelPath
 		printEval(stdout, out)
 		if *jsonPath != "" {
-			b, err := json.MarshalIndent(out, "", "  ")
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
+			if err := writeJSONFile(*jsonPath, out); err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
 		}
@@ -118,7 +125,7 @@ func evalCommand() *cobra.Command {
 			if err := os.MkdirAll(*plotDir, 0o755); err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
-			paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k)
+			paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k, *normalized)
 			if err != nil {
 				return fmt.Errorf("eval: plot: %w", err)
 			}

@@ -3,7 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,31 +35,40 @@ const fitExample = `  drainpipe fit --input train.csv --features 'f*' --label la
 func fitCommand() *cobra.Command {
 	c := &cobra.Command{Use: "fit --input FILES --label COLUMN --output MODEL.dpmlp", Short: "Fit a softmax regression and evaluate it on held-out rows", Long: fitLong, Example: fitExample, Args: noArgs("--input")}
 	fs := c.Flags()
-	var inputs, features listFlag
-	fs.Var(&inputs, "input", "labelled input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
+	var in inputFlags
+	in.add(fs, cpu.DefaultFeature)
 	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool)")
-	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') as the features")
-	featureCol := fs.String("feature-column", cpu.DefaultFeature, "the tensor column of features (when not --features); the model reads it by this name")
 	output := fs.String("output", "", "the model file to write (.dpmlp)")
-	holdout := fs.Float64("holdout", 0.2, "the fraction of rows (the last ones) held out and evaluated, not fitted; 0 fits every row")
+	overwrite := fs.Bool("overwrite", false, "replace --output if it exists")
+	holdout := fs.Float64("holdout", 0.2, "the fraction of each class's rows held out and evaluated, not fitted (drawn at random, --seed); 0 fits every row")
+	seed := fs.Uint64("seed", 1, "the seed of the hold-out's draw")
 	l2 := fs.Float64("l2", 1e-4, "L2 penalty on the weights")
 	c.RunE = func(c *cobra.Command, args []string) error {
-		ctx, stdout := c.Context(), c.OutOrStdout()
+		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 		switch {
-		case len(inputs) == 0:
+		case len(in.inputs) == 0:
 			return usageError(fmt.Errorf("fit: --input is required"))
 		case *label == "":
 			return usageError(fmt.Errorf("fit: --label is required"))
 		case *output == "":
 			return usageError(fmt.Errorf("fit: --output is required"))
 		case *holdout < 0 || *holdout >= 1:
-			return fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout)
+			return usageError(fmt.Errorf("fit: --holdout %v, want 0 or more and less than 1", *holdout))
+		case !strings.EqualFold(filepath.Ext(*output), ".dpmlp"):
+			return usageError(fmt.Errorf("fit: --output %s: fit writes a drainpipe MLP, named .dpmlp (ONNX models come from other trainers)", *output))
+		}
+		if err := checkOutput("--output", *output, *overwrite); err != nil {
+			return fmt.Errorf("fit: %w", err)
+		}
+		opts, _, err := in.options()
+		if err != nil {
+			return err
 		}
 		var origins fileset.Origins
-		column := *featureCol
+		column := in.featureCol
 		// The label is never a feature, whatever the patterns match.
-		feat := fileset.Features{Column: column, Gather: features, Keep: []string{*label}, Exclude: []string{*label}}
-		set, err := fileset.Open(inputs, append(feat.Options(), fileset.WithOrigins(&origins))...)
+		feat := fileset.Features{Column: column, Gather: in.features, Keep: []string{*label}, Exclude: []string{*label}}
+		set, err := fileset.Open(in.inputs, append(append(feat.Options(), opts...), fileset.WithOrigins(&origins))...)
 		if err != nil {
 			return err
 		}
@@ -69,7 +83,10 @@ func fitCommand() *cobra.Command {
 		}
 		classes := slices.Max(labels) + 1
 		n := len(labels)
-		fitted := n - int(float64(n)**holdout)
+		x, labels, fitted := stratify(x, labels, width, classes, *holdout, *seed)
+		if warning := holdoutWarning(labels[fitted:], classes); warning != "" && fitted < n {
+			fmt.Fprintln(stderr, "drainpipe: fit:", warning)
+		}
 		if fitted < 1 || classes < 2 {
 			return fmt.Errorf("fit: %d rows of %d classes to fit: too few", fitted, classes)
 		}
@@ -78,7 +95,7 @@ func fitCommand() *cobra.Command {
 			return err
 		}
 		m.Feature = column
-		if err := m.SaveFile(*output); err != nil {
+		if err := m.SaveFile(*output); err != nil { // whole, or not at all
 			return err
 		}
 		fmt.Fprintf(stdout, "fitted %s: softmax regression, %d features, %d classes, on %d rows\n", *output, width, classes, fitted)
@@ -178,4 +195,50 @@ func heldOut(mem memory.Allocator, x []float64, labels []int, width int, column,
 	defer ys.Release()
 	schema := arrow.NewSchema([]arrow.Field{{Name: label, Type: arrow.PrimitiveTypes.Int64}, {Name: column, Type: feats.DataType()}}, nil)
 	return array.NewRecordBatch(schema, []arrow.Array{ys, feats}, int64(len(labels))), nil
+}
+
+// stratify orders the rows for a hold-out: every class's rows drawn at
+// random (seeded), a holdout fraction of each class moved to the end, so
+// the held-out rows hold the classes as the data does, whatever order the
+// file is in. It returns the rows, their labels and how many are fitted.
+func stratify(x []float64, labels []int, width, classes int, holdout float64, seed uint64) ([]float64, []int, int) {
+	byClass := make([][]int, classes)
+	for i, l := range labels {
+		byClass[l] = append(byClass[l], i)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	var fit, held []int
+	for _, rows := range byClass {
+		rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+		n := int(math.Round(holdout * float64(len(rows))))
+		fit, held = append(fit, rows[n:]...), append(held, rows[:n]...)
+	}
+	slices.Sort(fit) // the fitted rows in file order: the fit does not depend on the draw's order
+	order := append(fit, held...)
+	outX := make([]float64, 0, len(x))
+	outL := make([]int, 0, len(labels))
+	for _, i := range order {
+		outX = append(outX, x[i*width:(i+1)*width]...)
+		outL = append(outL, labels[i])
+	}
+	return outX, outL, len(fit)
+}
+
+// holdoutWarning says what makes the held-out metrics misleading: a class
+// with no held-out row.
+func holdoutWarning(held []int, classes int) string {
+	seen := make([]bool, classes)
+	for _, l := range held {
+		seen[l] = true
+	}
+	var missing []string
+	for c, ok := range seen {
+		if !ok {
+			missing = append(missing, strconv.Itoa(c))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the held-out rows hold no row of class %s (too few rows of it for --holdout): their metrics leave it out", strings.Join(missing, ", "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -173,5 +174,55 @@ func TestFitRefusesTextFeatures(t *testing.T) {
 	}
 	if _, err := os.Stat(model); !os.IsNotExist(err) {
 		t.Fatalf("a model was written: %v", err)
+	}
+}
+
+// On a file sorted by label, the hold-out still holds every class in its
+// share (drawn per class, seeded), so its metrics mean something; the
+// same seed fits the same model; a rare class left out is warned of; the
+// output is a .dpmlp, and an existing one is not replaced without
+// --overwrite.
+func TestFitHoldOutIsStratified(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("f0,f1,y\n")
+	r := rand.New(rand.NewPCG(3, 4))
+	for y := range 3 { // sorted: every 0, then every 1, then every 2
+		for range 300 {
+			fmt.Fprintf(&b, "%.4f,%.4f,%d\n", float64(y)+r.Float64()*0.5, r.Float64(), y)
+		}
+	}
+	fmt.Fprintf(&b, "%.4f,%.4f,%d\n", 3.0, 0.5, 3) // one row of class 3
+	input := filepath.Join(dir, "sorted.csv")
+	if err := os.WriteFile(input, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fit := func(out string, extra ...string) (string, string) {
+		t.Helper()
+		stdout, stderr, err := drainpipe(append([]string{"fit", "--input", input, "--label", "y", "--features", "f*", "--output", out}, extra...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		return stdout, stderr
+	}
+	a, b1 := filepath.Join(dir, "a.dpmlp"), filepath.Join(dir, "b.dpmlp")
+	stdout, stderr := fit(a)
+	if !strings.Contains(stdout, "held out: 180 rows") || !strings.Contains(stderr, "no row of class 3") {
+		t.Fatalf("hold-out of a sorted file:\n%s%s", stdout, stderr)
+	}
+	for _, c := range []string{"\n  0 ", "\n  1 ", "\n  2 "} { // every class in the held-out confusion matrix
+		if !strings.Contains(stdout, c) {
+			t.Fatalf("the held-out rows lack a class (%q):\n%s", c, stdout)
+		}
+	}
+	fit(b1)
+	if !bytes.Equal(arrowtest.ReadFile(t, a), arrowtest.ReadFile(t, b1)) {
+		t.Fatal("the same seed fitted two models")
+	}
+	if _, stderr, err := drainpipe("fit", "--input", input, "--label", "y", "--features", "f*", "--output", a); err == nil || !strings.Contains(stderr, "--overwrite replaces it") {
+		t.Fatalf("fit onto an existing model: %v %s", err, stderr)
+	}
+	if _, stderr, err := drainpipe("fit", "--input", input, "--label", "y", "--features", "f*", "--output", filepath.Join(dir, "m.onnx")); err == nil || !strings.Contains(stderr, "named .dpmlp") {
+		t.Fatalf("fit to .onnx: %v %s", err, stderr)
 	}
 }

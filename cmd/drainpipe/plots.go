@@ -2,20 +2,29 @@ package main
 
 import (
 	"fmt"
+	"image/color"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/drainpipe/drainpipe/eval"
 )
 
+// plotNames are the files drawEval may write.
+var plotNames = []string{"confusion.png", "roc.png", "probability.png"}
+
 // drawEval draws eval's plots into dir and returns their paths: the
-// confusion matrix as a heat map with its counts, the ROC curve with its
-// AUC (2 classes), and a histogram of the predicted class's probability.
-func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k int) ([]string, error) {
+// confusion matrix as a heat map with its counts (or, normalized, each
+// label's row as fractions) and a colour bar, the ROC curve with its AUC
+// (2 classes), and a histogram of the predicted class's probability.
+func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k int, normalized bool) ([]string, error) {
 	var paths []string
 	save := func(p *plot.Plot, name string) error {
 		path := filepath.Join(dir, name)
@@ -25,34 +34,11 @@ func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k
 		paths = append(paths, path)
 		return nil
 	}
-
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Confusion matrix (%d rows)", r.Rows)
-	p.X.Label.Text, p.Y.Label.Text = "predicted class", "label"
-	grid := confusionGrid(r.Confusion)
-	heat := plotter.NewHeatMap(grid, moreland.SmoothBlueRed().Palette(64))
-	p.Add(heat)
-	var xys plotter.XYs
-	var counts []string
-	for l, row := range r.Confusion {
-		for c, n := range row {
-			xys = append(xys, plotter.XY{X: float64(c), Y: float64(l)})
-			counts = append(counts, fmt.Sprint(n))
-		}
-	}
-	labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: counts})
-	if err != nil {
+	confusion := filepath.Join(dir, "confusion.png")
+	if err := drawConfusion(confusion, r, normalized); err != nil {
 		return nil, err
 	}
-	p.Add(labels)
-	var ticks []plot.Tick
-	for c := range len(r.Confusion) {
-		ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
-	}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(ticks), plot.ConstantTicks(ticks)
-	if err := save(p, "confusion.png"); err != nil {
-		return nil, err
-	}
+	paths = append(paths, confusion)
 
 	if k == 2 {
 		fpr, tpr := roc.Curve()
@@ -60,27 +46,28 @@ func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k
 		for i := range fpr {
 			pts[i] = plotter.XY{X: fpr[i], Y: tpr[i]}
 		}
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("ROC curve (AUC %.4f)", r.Metrics["roc_auc"])
-		p.X.Label.Text, p.Y.Label.Text = "false positive rate", "true positive rate"
+		p := newPlot("ROC curve, class 1 positive", "false positive rate", "true positive rate")
 		line, err := plotter.NewLine(pts)
 		if err != nil {
 			return nil, err
 		}
+		line.Color = color.RGBA{B: 200, A: 255}
 		chance, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
 		if err != nil {
 			return nil, err
 		}
 		chance.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 		p.Add(line, chance)
+		p.Legend.Add(fmt.Sprintf("model (AUC %.4f)", r.Metrics["roc_auc"]), line)
+		p.Legend.Add("chance (AUC 0.5)", chance)
+		p.Legend.Left, p.Legend.Top = false, false
+		p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
 		if err := save(p, "roc.png"); err != nil {
 			return nil, err
 		}
 	}
 
-	p = plot.New()
-	p.Title.Text = "Probability of the predicted class"
-	p.X.Label.Text, p.Y.Label.Text = "probability", "rows"
+	p := newPlot("Probability of the predicted class", "probability", "rows")
 	hist, err := plotter.NewHist(plotter.Values(top), 20)
 	if err != nil {
 		return nil, err
@@ -92,11 +79,142 @@ func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k
 	return paths, nil
 }
 
-// confusionGrid is a confusion matrix as gonum/plot's grid: column c,
-// row l holds the count of label l predicted as c.
-type confusionGrid [][]int64
+// newPlot returns a plot with its title and axes, the title kept off the
+// image's edge.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(10)
+	p.X.Label.Text, p.Y.Label.Text = x, y
+	return p
+}
 
-func (g confusionGrid) Dims() (c, r int)   { return len(g), len(g) }
-func (g confusionGrid) Z(c, r int) float64 { return float64(g[r][c]) }
-func (g confusionGrid) X(c int) float64    { return float64(c) }
-func (g confusionGrid) Y(r int) float64    { return float64(r) }
+// drawConfusion draws the confusion matrix as scikit-learn and eval's table
+// lay it out (label 0 in the top row, predicted classes left to right),
+// each cell's count in a colour that reads on it, and a colour bar.
+func drawConfusion(path string, r evalReport, normalized bool) error {
+	k := len(r.Confusion)
+	grid := confusionGrid{counts: r.Confusion, normalized: normalized}
+	cmap := moreland.SmoothBlueRed()
+	cmap.SetMin(0)
+	cmap.SetMax(max(grid.max(), 1e-9))
+	title := fmt.Sprintf("Confusion matrix (%d rows)", r.Rows)
+	if normalized {
+		title = fmt.Sprintf("Confusion matrix, each label's row as fractions (%d rows)", r.Rows)
+	}
+	p := newPlot(title, "predicted class", "label")
+	p.Add(plotter.NewHeatMap(grid, cmap.Palette(64)))
+	var xys plotter.XYs
+	var texts []string
+	for l, row := range r.Confusion {
+		for c := range row {
+			xys = append(xys, plotter.XY{X: float64(c), Y: float64(grid.row(l))})
+			texts = append(texts, grid.text(l, c))
+		}
+	}
+	labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
+	if err != nil {
+		return err
+	}
+	for i, xy := range xys {
+		v := grid.Z(int(xy.X), int(xy.Y))
+		labels.TextStyle[i].Color = readableOn(cmap, v)
+		labels.TextStyle[i].XAlign, labels.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+	}
+	p.Add(labels)
+	var xTicks, yTicks []plot.Tick
+	for c := range k {
+		xTicks = append(xTicks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
+		yTicks = append(yTicks, plot.Tick{Value: float64(grid.row(c)), Label: fmt.Sprint(c)})
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(xTicks), plot.ConstantTicks(yTicks)
+
+	bar := plot.New()
+	bar.Add(&plotter.ColorBar{ColorMap: cmap, Vertical: true})
+	bar.HideX()
+	bar.Y.Padding = 0
+	bar.Y.Label.Text = map[bool]string{false: "rows", true: "fraction of the label's rows"}[normalized]
+
+	const w, h = 7 * vg.Inch, 5 * vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	barWidth := 1.3 * vg.Inch
+	p.Draw(draw.Crop(dc, 0, -barWidth, 0, 0))
+	bar.Draw(draw.Crop(dc, w-barWidth+vg.Points(10), -vg.Points(10), vg.Points(40), -vg.Points(40)))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readableOn returns black or white, whichever reads better on the colour
+// v maps to.
+func readableOn(cmap palette.ColorMap, v float64) color.Color {
+	c, err := cmap.At(v)
+	if err != nil {
+		return color.Black
+	}
+	r, g, b, _ := c.RGBA()
+	luminance := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff
+	if luminance < 0.5 {
+		return color.White
+	}
+	return color.Black
+}
+
+// confusionGrid is a confusion matrix as gonum/plot's grid: column c holds
+// the rows predicted as c; label l is drawn in row k-1-l (the grid's rows
+// go up), so label 0 is on top.
+type confusionGrid struct {
+	counts     [][]int64
+	normalized bool
+}
+
+func (g confusionGrid) Dims() (c, r int) { return len(g.counts), len(g.counts) }
+func (g confusionGrid) X(c int) float64  { return float64(c) }
+func (g confusionGrid) Y(r int) float64  { return float64(r) }
+
+// Z is the cell in drawing row r, column c: label k-1-r.
+func (g confusionGrid) Z(c, r int) float64 { return g.value(g.row(r), c) }
+
+// row is the drawing row of label l, and the label of drawing row l.
+func (g confusionGrid) row(l int) int { return len(g.counts) - 1 - l }
+
+// value is label l's count predicted as c, or its fraction of label l's
+// rows.
+func (g confusionGrid) value(l, c int) float64 {
+	n := float64(g.counts[l][c])
+	if !g.normalized {
+		return n
+	}
+	total := int64(0)
+	for _, v := range g.counts[l] {
+		total += v
+	}
+	if total == 0 {
+		return 0
+	}
+	return n / float64(total)
+}
+
+func (g confusionGrid) text(l, c int) string {
+	if g.normalized {
+		return fmt.Sprintf("%.2f", g.value(l, c))
+	}
+	return fmt.Sprint(g.counts[l][c])
+}
+
+func (g confusionGrid) max() float64 {
+	m := 0.0
+	for l := range g.counts {
+		for c := range g.counts[l] {
+			m = max(m, g.value(l, c))
+		}
+	}
+	return m
+}

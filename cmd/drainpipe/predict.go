@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/spf13/cobra"
@@ -37,55 +33,52 @@ const predictExample = `  drainpipe predict --model model.dpmlp --input 'data/*.
 func predictCommand() *cobra.Command {
 	c := &cobra.Command{Use: "predict --model M --input FILES --output OUT", Short: "Run a model over files: every row once, in order, resumable", Long: predictLong, Example: predictExample, Args: noArgs("--input")}
 	fs := c.Flags()
-	var inputs, keep, features listFlag
+	var in inputFlags
+	var keep listFlag
+	in.add(fs, "")
 	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
-	fs.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv); repeatable")
 	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows), or a folder (a trailing /, or an existing folder) of Parquet parts, a manifest and _SUCCESS")
 	batch := fs.Int("batch-size", 256, "rows per device batch (the global batch size)")
 	fs.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
-	fs.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
-	featureCol := fs.String("feature-column", "", "the tensor column the model reads (default: the model's, or \"features\")")
-	shardSpec := fs.String("shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them; the batch size must divide by it")
 	sessions := fs.Int("sessions", 0, sessionsHelp)
 	prefetch := fs.Int("prefetch", -1, "batches the input side may read ahead of the device (-1: one file read's worth and two more)")
 	partRows := fs.Int("part-rows", 1<<18, "rows per durable part: the most a killed job redoes")
-	readRows := fs.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	breakLock := fs.Bool("break-lock", false, "take over the lock a job that died left on an output on object storage")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	setAside := fs.String("set-aside", "", "write rows that cannot be predicted (null or ragged features, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the job)")
-	csvSample := fs.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
-	maxMemory := byteSize(0)
-	fs.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB (default: 2GiB plus 16 times the file's size)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 		switch {
 		case *modelPath == "":
 			return usageError(fmt.Errorf("predict: --model is required"))
-		case len(inputs) == 0:
+		case len(in.inputs) == 0:
 			return usageError(fmt.Errorf("predict: --input is required"))
 		case *output == "":
 			return usageError(fmt.Errorf("predict: --output is required"))
 		}
+		if *partRows < 1 {
+			return usageError(fmt.Errorf("predict: --part-rows %d: want 1 or more", *partRows))
+		}
 		for _, k := range keep {
-			for _, pat := range features {
+			for _, pat := range in.features {
 				if ok, _ := path.Match(pat, k); ok {
 					return fmt.Errorf("predict: --keep %s matches --features %q: a column goes into the feature tensor or beside the predictions, not both", k, pat)
 				}
 			}
 		}
-		shard, err := fileset.ParseShard(*shardSpec)
+		_, shard, err := in.options()
 		if err != nil {
 			return err
 		}
-		m, err := loadModel(*modelPath, *featureCol)
+		m, err := loadModel(*modelPath, in.featureCol)
 		if err != nil {
 			return err
 		}
-		column := *featureCol
+		column := in.featureCol
 		if column == "" {
 			column = m.feature
 		}
@@ -93,12 +86,12 @@ func predictCommand() *cobra.Command {
 			column = cpu.DefaultFeature
 		}
 		cfg := job.Config{
-			Inputs: inputs, Output: *output,
+			Inputs: in.inputs, Output: *output,
 			Model: m.model, ModelID: m.id, InputSize: m.inputSize,
-			FeatureColumn: column, Gather: features, Keep: keep,
-			BatchSize: *batch, PartRows: *partRows, ReadRows: *readRows, Shard: shard,
+			FeatureColumn: column, Gather: in.features, Keep: keep,
+			BatchSize: *batch, PartRows: *partRows, ReadRows: in.readRows, Shard: shard,
 			Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
-			Prefetch: *prefetch, MaxMemory: int64(maxMemory), CSVSample: *csvSample, SetAside: *setAside,
+			Prefetch: *prefetch, MaxMemory: int64(in.maxMemory), CSVSample: in.csvSample, SetAside: *setAside,
 			Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 			Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}
@@ -158,14 +151,7 @@ func writeStats(path string, s *job.Summary) error {
 	doc := stats{Summary: s, WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
 		DeviceSeconds: s.Stats.DeviceTime.Seconds(), ConsumerWaitSeconds: s.Stats.ConsumerWait.Seconds(),
 		PaddingWaste: s.Stats.PaddingWaste()}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // URLs and names as they are
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(path, b.Bytes()); err != nil {
+	if err := writeJSONFile(path, doc); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	return nil
