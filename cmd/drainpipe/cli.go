@@ -93,7 +93,7 @@ func oneLine(err error) string {
 type inputFlags struct {
 	inputs, features listFlag
 	featureCol       string
-	shard            string
+	shard            onceFlag
 	readRows         int
 	csvSample        int
 	maxMemory        byteSize
@@ -104,7 +104,8 @@ func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
 	fs.Var(&f.inputs, "input", "input files, globs (** spans folders), folders or URLs (s3://, gs://, azblob://, https://): .parquet, .arrow, .arrows, .csv; repeatable")
 	fs.Var(&f.features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
 	fs.StringVar(&f.featureCol, "feature-column", defaultColumn, "the tensor column of features (when not --features)")
-	fs.StringVar(&f.shard, "shard", "0/1", "read shard i of n (i/n): disjoint parts that together cover every row")
+	f.shard.value = "0/1"
+	fs.Var(&f.shard, "shard", "read shard i of n (i/n): disjoint parts that together cover every row")
 	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	fs.IntVar(&f.csvSample, "csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
@@ -112,7 +113,7 @@ func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
 
 // options returns the reading options the flags ask for, and the shard.
 func (f *inputFlags) options() ([]fileset.Option, fileset.Shard, error) {
-	shard, err := fileset.ParseShard(f.shard)
+	shard, err := fileset.ParseShard(f.shard.value)
 	if err != nil {
 		return nil, shard, usageError(fmt.Errorf("--shard: %w", err))
 	}
@@ -129,5 +130,23 @@ func checkOutput(flag, path string, overwrite bool) error {
 	if _, err := os.Stat(path); err == nil && !overwrite {
 		return fmt.Errorf("%s %s exists: --overwrite replaces it", flag, path)
 	}
+	return nil
+}
+
+// onceFlag is a string flag that may be given once: a second value is an
+// error, not a silent replacement of the first.
+type onceFlag struct {
+	value string
+	set   bool
+}
+
+func (o *onceFlag) String() string { return o.value }
+func (o *onceFlag) Type() string   { return "string" }
+
+func (o *onceFlag) Set(v string) error {
+	if o.set {
+		return fmt.Errorf("given twice (%s, then %s)", o.value, v)
+	}
+	o.value, o.set = v, true
 	return nil
 }

@@ -341,6 +341,8 @@ func TestCLIConventions(t *testing.T) {
 		"--input", filepath.Join(dir, "in-0.parquet"), filepath.Join(dir, "in-1.parquet")}, "an unquoted glob the shell expanded? quote it")
 	usage([]string{"predict", "--input", filepath.Join(dir, "in-0.parquet")}, "--model is required")
 	usage([]string{"inspect"}, "no file given")
+	usage([]string{"predict", "--shard", "0/2", "--shard", "1/2"}, "given twice (0/2, then 1/2)")
+	usage([]string{"predict", "--model", "m", "--input", "i", "--output", "o.parquet", "--part-rows", "0"}, "--part-rows 0")
 
 	// Flags after the arguments; a glob; the first rows; a model file.
 	stdout, _, err = drainpipe("inspect", filepath.Join(dir, "in-*.parquet"), "--json")

@@ -22,14 +22,20 @@ func TestRun(t *testing.T) {
 	for _, want := range []string{
 		"device: session started, batch size 16",
 		"step 7: 4 images + 12 padding",
-		"  image  99 -> class ",
+		"  images 96..99 -> classes [",
 		"device: session shut down (err=<nil>)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if n := strings.Count(out.String(), "-> class"); n != 100 {
-		t.Fatalf("%d predictions printed, want 100", n)
+	// One screen: a line a step, a line of classes a step, and the
+	// session's start, shutdown and summary; the padding never printed.
+	if len(lines) != 17 || strings.Count(out.String(), "-> classes") != 7 {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	last := out.String()[strings.Index(out.String(), "images 96..99 -> classes ["):]
+	if classes := strings.Fields(last[strings.Index(last, "[")+1 : strings.Index(last, "]")]); len(classes) != 4 {
+		t.Fatalf("the last step's classes %v, want 4 (no padding)", classes)
 	}
 }
