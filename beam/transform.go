@@ -35,7 +35,10 @@ type Config struct {
 	Output string
 
 	FeatureColumn string   // the tensor column the model reads; "" for the model's
-	Keep          []string // input columns written next to the predictions
+	// Features, if set, gathers the scalar columns matching these patterns
+	// (path.Match syntax, such as "f*") into the feature column.
+	Features []string
+	Keep     []string // input columns written next to the predictions
 	BatchSize     int      // rows a batch (default 256)
 	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
 	// files of many row groups split into several shards.
@@ -169,7 +172,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 	sum, err := job.WriteFile(ctx, job.Config{
 		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
 		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
-		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Keep: f.Cfg.Keep,
+		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Gather: f.Cfg.Features, Keep: f.Cfg.Keep,
 		BatchSize: f.Cfg.BatchSize, Shard: fileset.Shard{Index: sh.Index, Count: sh.Count},
 		Logger: slog.Default().With("shard", sh.Name()),
 	})

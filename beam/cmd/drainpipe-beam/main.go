@@ -13,35 +13,90 @@ package main
 import (
 	"context"
 	"flag"
-	"log"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	dpbeam "github.com/drainpipe/drainpipe/beam"
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 func main() {
-	var inputs, keep cliflag.List
-	flag.Var(&inputs, "input", "input files or glob patterns (.parquet, .arrow, .arrows, .csv), as the workers see them; repeatable")
-	model := flag.String("model", "", "the model file (.dpmlp), as the workers see it")
-	loader := flag.String("loader", "", "a model loader registered in this binary (default: drainpipe MLP files)")
-	output := flag.String("output", "", "the output folder")
-	flag.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
-	featureCol := flag.String("feature-column", "", "the tensor column the model reads (default: the model's)")
-	batch := flag.Int("batch-size", 256, "rows per device batch")
-	rowsPerShard := flag.Int64("rows-per-shard", 1<<18, "rows a Parquet shard aims at: files of many row groups split into several shards")
+	// Beam registers its runners' flags (dozens) on the same flag set;
+	// --help shows this command's, and names the runner flags that matter.
+	ours := flag.NewFlagSet("drainpipe-beam", flag.ContinueOnError)
+	var inputs, keep, features cliflag.List
+	ours.Var(&inputs, "input", "input files, globs or folders, as the workers see them: paths, or URLs (s3://, gs://, azblob://); repeatable")
+	model := ours.String("model", "", "the model file (.dpmlp), as the workers see it: a path or URL")
+	loader := ours.String("loader", "", "a model loader registered in this binary (default: drainpipe MLP files)")
+	output := ours.String("output", "", "the output folder: a path or URL")
+	ours.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
+	ours.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
+	featureCol := ours.String("feature-column", "", "the tensor column the model reads (default: the model's)")
+	batch := ours.Int("batch-size", 256, "rows per device batch")
+	rowsPerShard := ours.Int64("rows-per-shard", 1<<18, "rows a Parquet shard aims at: files of many row groups split into several shards")
+	ours.VisitAll(func(f *flag.Flag) { flag.Var(f.Value, f.Name, f.Usage) })
+	flag.Usage = func() {
+		w := flag.CommandLine.Output()
+		fmt.Fprintf(w, "usage: drainpipe-beam --input FILES --model M --output DIR [flags] [Beam runner flags]\n\n")
+		ours.SetOutput(w)
+		ours.PrintDefaults()
+		fmt.Fprintf(w, "\nBeam runner flags: --runner (prism, universal, dataflow, flink), --endpoint (a job server),\n"+
+			"--project, --region, --staging_location, --worker_binary, --environment_type; Beam defines the rest.\n")
+	}
 	flag.Parse()
 	beam.Init()
 	if len(inputs) == 0 || *model == "" || *output == "" {
-		log.Fatal("drainpipe-beam: --input, --model and --output are required")
+		fmt.Fprintln(os.Stderr, "drainpipe-beam: --input, --model and --output are required")
+		os.Exit(2)
 	}
-
+	if err := preflight(inputs, *rowsPerShard); err != nil {
+		fmt.Fprintln(os.Stderr, "drainpipe-beam:", err)
+		os.Exit(1)
+	}
 	p, s := beam.NewPipelineWithRoot()
 	dpbeam.Predict(s, dpbeam.Config{Inputs: inputs, Model: *model, Loader: *loader, Output: *output,
-		FeatureColumn: *featureCol, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard})
+		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard})
 	if err := beamx.Run(context.Background(), p); err != nil {
-		log.Fatalf("drainpipe-beam: %v", err)
+		fmt.Fprintln(os.Stderr, "drainpipe-beam:", cause(err))
+		os.Exit(1)
 	}
+}
+
+// preflight lists the inputs here, before a pipeline starts, when this
+// machine sees them as the workers do (URLs; local paths it can list): an
+// input that matches nothing is one line now, not a failed bundle later.
+func preflight(inputs []string, rowsPerShard int64) error {
+	runner := ""
+	if f := flag.Lookup("runner"); f != nil {
+		runner = f.Value.String()
+	}
+	local := runner == "" || runner == "prism" || runner == "direct" // the workers are this machine
+	for _, in := range inputs {
+		if !storage.IsURL(in) && !local {
+			if matches, _ := fileset.Expand([]string{in}); len(matches) == 0 {
+				continue // perhaps a path only the workers see
+			}
+		}
+		shards, err := dpbeam.Expand([]string{in}, rowsPerShard)
+		if err != nil {
+			return err
+		}
+		if len(shards) == 0 {
+			return fmt.Errorf("--input %s matches no data file", in)
+		}
+	}
+	return nil
+}
+
+// cause returns the error a runner's error wraps in its plan and stack:
+// its last line, what the failing step itself said.
+func cause(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
