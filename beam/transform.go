@@ -34,12 +34,12 @@ type Config struct {
 	// one Parquet file a shard, a manifest, _SUCCESS.
 	Output string
 
-	FeatureColumn string   // the tensor column the model reads; "" for the model's
+	FeatureColumn string // the tensor column the model reads; "" for the model's
 	// Features, if set, gathers the scalar columns matching these patterns
 	// (path.Match syntax, such as "f*") into the feature column.
-	Features []string
-	Keep     []string // input columns written next to the predictions
-	BatchSize     int      // rows a batch (default 256)
+	Features  []string
+	Keep      []string // input columns written next to the predictions
+	BatchSize int      // rows a batch (default 256)
 	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
 	// files of many row groups split into several shards.
 	RowsPerShard int64
