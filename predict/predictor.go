@@ -295,7 +295,7 @@ func (s *step) run(ctx context.Context, b device.Batch) (arrow.RecordBatch, erro
 	}
 	s.stats.Batches++
 	s.stats.Rows += int64(run.Rows())
-	s.stats.PaddedRows += int64(run.Padding)
+	s.stats.PaddedRows += int64(b.Padding) // as batched: a bisected batch's too
 	return rec, nil
 }
 

@@ -290,6 +290,23 @@ func TestSetAsidePoisonRows(t *testing.T) {
 		f.release()
 		mem.AssertSize(t, 0)
 	}
+	// The padding of a batch that was bisected still counts: the device
+	// ran it (4 rows and 12 padding, row 99 set aside).
+	{
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 100)
+		var st predict.Stats
+		p := fakedev.NewPredictor(t, &fakedev.Model{Poison: func(id int64) bool { return id == 99 }}, predict.WithBatchSize(16),
+			predict.WithAllocator(mem), predict.WithStats(func(s predict.Stats) { st = s }),
+			predict.WithSetAside(func(arrow.RecordBatch, error) {}))
+		if _, err := drain(t, p.Predict(t.Context(), f.ds)); err != nil {
+			t.Fatal(err)
+		}
+		if st.Rows != 99 || st.PaddedRows != 12 || st.Batches != 7 {
+			t.Fatalf("stats after a bisected padded batch: %+v", st)
+		}
+		f.release()
+	}
 	// A batch whose every row fails alone: the device is failing; the run ends.
 	mem := arrowtest.Allocator(t)
 	f := newFixture(t, mem, 40)
