@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -8,10 +9,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,4 +178,36 @@ func TestMutualTLS(t *testing.T) {
 	if _, err := pb.NewGRPCInferenceServiceClient(conn).ModelInfer(t.Context(), grpcRows("mlp", rows(0, 2))); err != nil {
 		t.Fatalf("gRPC over mutual TLS: %v", err)
 	}
+}
+
+// The access log writes a line a request, and can be turned off.
+func TestAccessLog(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		var buf syncBuffer
+		r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))}, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), WithAccessLog(on))
+		for range 3 {
+			r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(0, 1), false, nil), nil)
+		}
+		if n := strings.Count(buf.String(), "msg=request"); on && n != 3 || !on && n != 0 {
+			t.Fatalf("access log %t: %d request lines", on, n)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger and a test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -469,6 +469,9 @@ func micros(us uint64) time.Duration {
 // finish writes the access log and the request metrics.
 func (s *Server) finish(ctx context.Context, protocol, model, code, remote string, req *inferRequest, resp *inferResponse, took time.Duration, err error) {
 	s.metrics.request(s.modelLabel(model), protocol, code, took)
+	if !s.cfg.accessLog || !s.cfg.logger.Enabled(ctx, slog.LevelInfo) {
+		return // a line a request costs CPU a busy server may not spare
+	}
 	attrs := []slog.Attr{slog.String("protocol", protocol), slog.String("model", model), slog.String("code", code), slog.Duration("took", took)}
 	if req != nil && req.id != "" {
 		attrs = append(attrs, slog.String("id", req.id))

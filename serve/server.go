@@ -54,6 +54,7 @@ type config struct {
 	logger        *slog.Logger
 	registry      *prometheus.Registry
 	maxBody       int64
+	accessLog     bool
 	tls           *tls.Config
 	repository    *Repository
 	bodyTimeout   time.Duration
@@ -71,6 +72,10 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithRegistry sets the Prometheus registry the server's metrics join. The
 // default is a registry of the server's own, with Go and process metrics.
 func WithRegistry(r *prometheus.Registry) Option { return func(c *config) { c.registry = r } }
+
+// WithAccessLog turns the access log (a line a request, at Info) on or
+// off. The default is on.
+func WithAccessLog(on bool) Option { return func(c *config) { c.accessLog = on } }
 
 // WithMaxRequestBytes bounds a request body (REST) or message (gRPC). The
 // default is 64 MiB.
@@ -103,7 +108,7 @@ func WithServerVersion(name, version string) Option {
 
 // New returns a server for the models. Nothing starts until Run.
 func New(specs []ModelSpec, opts ...Option) (*Server, error) {
-	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20,
+	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20, accessLog: true,
 		bodyTimeout: 30 * time.Second, drainTimeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&cfg)

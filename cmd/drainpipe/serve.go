@@ -89,6 +89,7 @@ func serveCommand() *cobra.Command {
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	accessLog := fs.Bool("access-log", true, "log a line a request (--access-log=false saves a busy server that CPU)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stderr := c.Context(), c.ErrOrStderr()
 		if len(models) == 0 && *repoDir == "" {
@@ -153,7 +154,7 @@ func serveCommand() *cobra.Command {
 			sp.Name = modelName
 			specs = append(specs, sp)
 		}
-		opts := []serve.Option{serve.WithLogger(logger), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
+		opts := []serve.Option{serve.WithLogger(logger), serve.WithAccessLog(*accessLog), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
 			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
 		if tlsConfig != nil {
 			opts = append(opts, serve.WithTLS(tlsConfig))
