@@ -64,7 +64,14 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	mlp := c.model("mlp")
 	cores := runtime.GOMAXPROCS(0)
 
+	rowSum := c.model("pipeline")
 	gs := []goal{
+		// A per-batch or per-record cost of the pipeline shows here, where
+		// the model costs next to nothing.
+		{"pipeline: drainpipe ÷ the model alone (a row-sum model, memory)", 0.97, func(r int) float64 {
+			dp, alone := pair(r, func() float64 { return c.drainpipeWith(rowSum, mem, 0, 1) }, func() float64 { return c.modelOnly(rowSum, recs) })
+			return alone / dp
+		}},
 		{fmt.Sprintf("whole batches: %d sessions ÷ 1 session (MLP, memory)", cores), 1.5, func(r int) float64 {
 			one, many := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, 1) }, func() float64 { return c.drainpipeWith(mlp, mem, 0, cores) })
 			return one / many

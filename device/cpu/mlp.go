@@ -69,8 +69,9 @@ type MLP struct {
 	// Serial keeps every matrix product on the session's goroutine instead
 	// of letting the BLAS fan out over all cores. Sessions that run as one
 	// of several replicas or session groups are always serial, so they do
-	// not fight over the cores (OpenBLAS's own threads are set for the
-	// process: run such sessions with OPENBLAS_NUM_THREADS=1).
+	// not fight over the cores: gonum's products are cut into tiles it
+	// computes on one goroutine; OpenBLAS is set to one thread, for the
+	// process (its version in Debian has no per-thread setting).
 	Serial bool
 	// AllowNonFinite predicts rows with NaN or infinite features instead of
 	// failing them with ErrNonFinite (their outputs are then NaN).
@@ -163,15 +164,16 @@ func (m *MLP) Validate() error {
 }
 
 // forward computes the rows×Out activations of layer l for input x into y.
-// With serial set it keeps the product on the calling goroutine.
-func (l *Layer) forward(impl blas.Float32, serial bool, x []float32, rows int, y []float32) {
+// With tile set it cuts the product into tiles the BLAS computes on the
+// calling goroutine.
+func (l *Layer) forward(impl blas.Float32, tile bool, x []float32, rows int, y []float32) {
 	// Start every output row at the bias and let the product add to it:
 	// a copy is cheaper than a pass of additions after it.
 	bias := l.Bias
 	for r := range rows {
 		copy(y[r*l.Out:(r+1)*l.Out], bias)
 	}
-	if serial {
+	if tile {
 		serialGemm(impl, rows, l.Out, l.In, x, l.Weights, y)
 	} else {
 		impl.Sgemm(blas.NoTrans, blas.NoTrans, rows, l.Out, l.In, 1, x, l.In, l.Weights, l.Out, 1, y, l.Out)

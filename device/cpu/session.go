@@ -42,7 +42,10 @@ func (m *MLP) Start(_ context.Context, cfg device.SessionConfig) (device.Session
 	if width != 0 && width != m.InputSize() {
 		return nil, fmt.Errorf("cpu: feature column %q: %w: %d values per row, model input size %d", name, tensor.ErrWidth, width, m.InputSize())
 	}
-	s := &session{m: m, impl: m.blas(), serial: m.Serial || cfg.Replicas > 1 || cfg.Sessions > 1, rows: cfg.BatchSize, col: idx[0], mem: cfg.Allocator, schema: m.OutputSchema()}
+	s := &session{m: m, impl: m.blas(), rows: cfg.BatchSize, col: idx[0], mem: cfg.Allocator, schema: m.OutputSchema()}
+	if m.Serial || cfg.Replicas > 1 || cfg.Sessions > 1 {
+		s.tile = serially(s.impl)
+	}
 	if s.mem == nil {
 		s.mem = memory.DefaultAllocator
 	}
@@ -55,7 +58,7 @@ func (m *MLP) Start(_ context.Context, cfg device.SessionConfig) (device.Session
 type session struct {
 	m      *MLP
 	impl   blas.Float32
-	serial bool // one of several replicas: keep each product on one goroutine
+	tile   bool // one of several sessions, on a BLAS that fans out: products in tiles
 	rows   int
 	col    int
 	mem    memory.Allocator
@@ -112,13 +115,13 @@ func firstNonFinite(x []float32) int {
 // output record of rows rows, those after live zero.
 func (s *session) forward(x []float32, live, rows int) arrow.RecordBatch {
 	for i, h := range s.hidden {
-		s.m.Layers[i].forward(s.impl, s.serial, x, live, h[:live*s.m.Layers[i].Out])
+		s.m.Layers[i].forward(s.impl, s.tile, x, live, h[:live*s.m.Layers[i].Out])
 		x = h
 	}
 	last := &s.m.Layers[len(s.m.Layers)-1]
 	k := last.Out
 	probBuf, probs := tensor.NewBuffer(s.mem, rows*k)
-	last.forward(s.impl, s.serial, x, live, probs[:live*k])
+	last.forward(s.impl, s.tile, x, live, probs[:live*k])
 	clear(probs[live*k:])
 
 	classBuf := memory.NewResizableBuffer(s.mem)
