@@ -7,7 +7,9 @@
 //
 //   - saturation: the same callers as REST (JSON, or Triton's binary
 //     tensors) or gRPC (raw contents) clients of the server: rows/s
-//     against in-process, p50/p99;
+//     against in-process, p50/p99; and of a bare server of the same stack
+//     (bare.go) that decodes the requests and answers a fixed response:
+//     the floor of what a server costs;
 //
 //   - open loop: requests arriving at random (Poisson) at 10%, 50% and 90%
 //     of the protocol's saturation rate, each in its own goroutine: p50/p99
@@ -111,6 +113,11 @@ func main() {
 	// connection per waiting request would run out of ports.
 	httpClient := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 4 * *callers, MaxIdleConnsPerHost: 4 * *callers}}
 	url := "http://" + httpLn.Addr().String() + "/v2/models/mlp/infer"
+	bareURL, bareAddr, stopBare := startBare()
+	bareConn, err := grpc.NewClient(bareAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	check(err)
+	bareClient := pb.NewGRPCInferenceServiceClient(bareConn)
+	var floors []string // drainpipe ÷ the bare server, a line each
 
 	fmt.Printf("MLP 64-256-256-10 (%s), allowed sizes 1..256, max delay 2ms, %d session group(s), %d closed-loop callers, GOMAXPROCS %d\n\n",
 		cpu.BLASName, *sessions, *callers, runtime.GOMAXPROCS(0))
@@ -133,6 +140,15 @@ func main() {
 		for _, proto := range []string{"http", "http-binary", "grpc"} {
 			sat := closedLoop(calls[proto], *callers, *duration)
 			report(out, "saturation", proto, rows, 0, 0, sat, ref)
+			bare := closedLoop(map[string]call{
+				"http":        restCall(httpClient, bareURL, data, rows),
+				"http-binary": restBinaryCall(httpClient, bareURL, data, rows),
+				"grpc":        grpcCall(bareClient, data, rows),
+			}[proto], *callers, *duration)
+			report(out, "saturation", "bare "+proto, rows, 0, 0, bare, ref)
+			rate := func(r result) float64 { return float64(r.requests) / r.elapsed.Seconds() }
+			floors = append(floors, fmt.Sprintf("%s, %d rows: drainpipe ÷ a bare server of the same stack %.3f (%.0f against %.0f req/s)",
+				proto, rows, rate(sat)/rate(bare), rate(sat), rate(bare)))
 			for _, load := range loads {
 				rate := load * float64(sat.requests) / sat.elapsed.Seconds()
 				if rate == 0 {
@@ -143,6 +159,12 @@ func main() {
 		}
 	}
 	out.Flush()
+	fmt.Println()
+	for _, f := range floors {
+		fmt.Println(f)
+	}
+	bareConn.Close()
+	stopBare()
 
 	conn.Close()
 	httpClient.CloseIdleConnections()

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/grpc"
+
+	"github.com/drainpipe/drainpipe/serve"
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+)
+
+// The bare servers are the floor of the server's own stack: the same
+// grpc-go service and net/http, decoding the same requests (JSON parsed
+// into floats, binary and raw contents taken as they are) and answering a
+// fixed response of the right shape, with no batcher and no model. What
+// drainpipe's server costs above them is its own.
+
+const classes = 10
+
+// bareGRPC answers ModelInfer with the fixed response for the request's
+// rows.
+type bareGRPC struct {
+	pb.UnimplementedGRPCInferenceServiceServer
+}
+
+func (bareGRPC) ModelInfer(_ context.Context, in *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+	if len(in.GetInputs()) != 1 || len(in.GetInputs()[0].GetShape()) != 2 || len(in.GetRawInputContents()) != 1 {
+		return nil, fmt.Errorf("bare: want one raw input")
+	}
+	rows := int(in.GetInputs()[0].GetShape()[0])
+	if len(in.GetRawInputContents()[0]) != rows*width*4 {
+		return nil, fmt.Errorf("bare: %d raw bytes for %d rows", len(in.GetRawInputContents()[0]), rows)
+	}
+	return &pb.ModelInferResponse{ModelName: "mlp", ModelVersion: "1",
+		Outputs: []*pb.ModelInferResponse_InferOutputTensor{
+			{Name: "class", Datatype: "INT64", Shape: []int64{int64(rows)}},
+			{Name: "probabilities", Datatype: "FP32", Shape: []int64{int64(rows), classes}}},
+		RawOutputContents: [][]byte{make([]byte, rows*8), rawFloats(make([]float32, rows*classes))}}, nil
+}
+
+// bareREST decodes an infer request as the server does and answers the
+// fixed response, in JSON or in binary as asked.
+func bareREST(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req struct {
+		Inputs []struct {
+			Shape []int64         `json:"shape"`
+			Data  json.RawMessage `json:"data"`
+		} `json:"inputs"`
+	}
+	head, bin := body, []byte(nil)
+	if h := r.Header.Get(serve.BinaryHeader); h != "" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n > len(body) {
+			http.Error(w, "bad header length", http.StatusBadRequest)
+			return
+		}
+		head, bin = body[:n], body[n:]
+	}
+	if err := json.Unmarshal(head, &req); err != nil || len(req.Inputs) != 1 || len(req.Inputs[0].Shape) != 2 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	rows := int(req.Inputs[0].Shape[0])
+	if bin != nil {
+		values := make([]float32, len(bin)/4)
+		for i := range values {
+			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(bin[4*i:]))
+		}
+		out := rawFloats(make([]float32, rows*classes))
+		head, _ := json.Marshal(map[string]any{"model_name": "mlp", "model_version": "1", "outputs": []map[string]any{
+			{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, classes}, "parameters": map[string]any{"binary_data_size": len(out)}}}})
+		w.Header().Set(serve.BinaryHeader, strconv.Itoa(len(head)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(out)))
+		w.Write(head)
+		w.Write(out)
+		return
+	}
+	var values []float32
+	if err := json.Unmarshal(req.Inputs[0].Data, &values); err != nil || len(values) != rows*width {
+		http.Error(w, "bad data", http.StatusBadRequest)
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"model_name": "mlp", "model_version": "1", "outputs": []map[string]any{
+		{"name": "class", "datatype": "INT64", "shape": []int{rows}, "data": make([]int64, rows)},
+		{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, classes}, "data": make([]float32, rows*classes)}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// startBare starts the bare servers on loopback; stop ends them.
+func startBare() (restURL, grpcAddr string, stop func()) {
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	hs := &http.Server{Handler: http.HandlerFunc(bareREST)}
+	gs := grpc.NewServer()
+	pb.RegisterGRPCInferenceServiceServer(gs, bareGRPC{})
+	go hs.Serve(hl)
+	go gs.Serve(gl)
+	return "http://" + hl.Addr().String() + "/v2/models/mlp/infer", gl.Addr().String(), func() {
+		hs.Close()
+		gs.Stop()
+	}
+}
