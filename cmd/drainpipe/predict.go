@@ -161,7 +161,17 @@ func writeStats(path string, s *job.Summary) error {
 // 512MiB, 4GiB (or 512M, 4G).
 type byteSize int64
 
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+func (b *byteSize) String() string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if *b > 0 && *b%(1<<u.shift) == 0 {
+			return strconv.FormatInt(int64(*b)>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
 
 // Type names the value in help (pflag's Value).
 func (b *byteSize) Type() string { return "bytes" }

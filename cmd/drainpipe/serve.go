@@ -87,7 +87,8 @@ func serveCommand() *cobra.Command {
 	tlsCert := fs.String("tls-cert", "", "serve both listeners over TLS with this certificate (PEM; with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
-	maxBytes := fs.Int64("max-request-bytes", 64<<20, "the largest request body (REST) or message (gRPC)")
+	maxBytes := byteSize(64 << 20)
+	fs.Var(&maxBytes, "max-request-bytes", "the largest request body (REST) or message (gRPC), such as 64MiB")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	accessLog := fs.Bool("access-log", false, "log a line a request (off by default: it costs a busy server CPU; /metrics counts every request)")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -155,7 +156,7 @@ func serveCommand() *cobra.Command {
 			specs = append(specs, sp)
 		}
 		opts := []serve.Option{serve.WithLogger(logger), serve.WithAccessLog(*accessLog), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
-			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(*maxBytes), serve.WithServerVersion("drainpipe", buildVersion())}
+			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithServerVersion("drainpipe", buildVersion())}
 		if tlsConfig != nil {
 			opts = append(opts, serve.WithTLS(tlsConfig))
 		}
