@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -178,5 +179,38 @@ func TestROCCurve(t *testing.T) {
 	}
 	if !closeTo(area, roc.Value()) {
 		t.Fatalf("area %v, AUC %v", area, roc.Value())
+	}
+}
+
+// One-vs-rest ROC AUC: over two classes, class 1 against the rest is the
+// binary ROC AUC, and so is class 0's (its score and its positives both
+// flip);
+// over three classes each class has its own; a class past the model's is
+// an error.
+func TestROCAUCOneVsRest(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	opts := []predict.Option{predict.WithBatchSize(8), predict.WithAllocator(mem)}
+	binary, c0, c1 := eval.ROCAUC(), eval.ROCAUCOneVsRest(0), eval.ROCAUCOneVsRest(1)
+	if _, err := eval.Evaluate(t.Context(), classifier{2}, labelledDataset(mem, 60, 2), "label", []eval.Metric{binary, c0, c1}, opts...); err != nil {
+		t.Fatal(err)
+	}
+	if !closeTo(c1.Value(), binary.Value()) || !closeTo(c0.Value(), binary.Value()) || c1.Name() != "roc_auc_class_1" {
+		t.Fatalf("two classes: binary %v, class 1 %v, class 0 %v", binary.Value(), c1.Value(), c0.Value())
+	}
+	var ovr []eval.Metric
+	for c := range 3 {
+		ovr = append(ovr, eval.ROCAUCOneVsRest(c))
+	}
+	report, err := eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, 60, 3), "label", ovr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range 3 {
+		if v := report.Values[fmt.Sprintf("roc_auc_class_%d", c)]; !(v >= 0 && v <= 1) {
+			t.Fatalf("class %d: %v", c, v)
+		}
+	}
+	if _, err := eval.Evaluate(t.Context(), classifier{3}, labelledDataset(mem, 20, 3), "label", []eval.Metric{eval.ROCAUCOneVsRest(3)}, opts...); !errors.Is(err, eval.ErrClasses) {
+		t.Fatalf("class 3 of 3: %v", err)
 	}
 }

@@ -40,18 +40,35 @@ type ROCAUCMetric struct {
 	// column holds the score: a probabilities column (the positive class's
 	// probability is used) or a numeric column.
 	column string
-	scores []float64
-	labels []bool
+	// positive is the positive class; ovr scores one class against the
+	// rest of any number of classes.
+	positive int
+	ovr      bool
+	scores   []float64
+	labels   []bool
 }
 
 // ROCAUC returns an exact ROC AUC over the probability of class 1 in the
 // "probabilities" column, or over the scores of a numeric Column. Labels
 // must be 0 or 1 (or bool).
 func ROCAUC(opts ...Option) *ROCAUCMetric {
-	return &ROCAUCMetric{column: configure(ProbabilityColumn, opts).column}
+	return &ROCAUCMetric{column: configure(ProbabilityColumn, opts).column, positive: 1}
 }
 
-func (m *ROCAUCMetric) Name() string { return "roc_auc" }
+// ROCAUCOneVsRest returns the exact ROC AUC of class against the rest, over
+// any number of classes: the class's probability in the "probabilities"
+// column (or Column's) is the score, its rows are the positives. The macro
+// mean of every class's is scikit-learn's roc_auc_score(multi_class="ovr").
+func ROCAUCOneVsRest(class int, opts ...Option) *ROCAUCMetric {
+	return &ROCAUCMetric{column: configure(ProbabilityColumn, opts).column, positive: class, ovr: true}
+}
+
+func (m *ROCAUCMetric) Name() string {
+	if m.ovr {
+		return fmt.Sprintf("roc_auc_class_%d", m.positive)
+	}
+	return "roc_auc"
+}
 
 func (m *ROCAUCMetric) Update(b *Batch) error {
 	labels, err := b.LabelClasses()
@@ -60,28 +77,33 @@ func (m *ROCAUCMetric) Update(b *Batch) error {
 	}
 	var score func(i int) float64
 	if probs, k, err := b.Probabilities(m.column); err == nil {
-		if k != 2 {
+		switch {
+		case m.ovr && m.positive >= k:
+			return fmt.Errorf("%w: class %d, column %q has %d class probabilities", ErrClasses, m.positive, m.column, k)
+		case !m.ovr && k != 2:
 			return fmt.Errorf("%w: ROC AUC needs 2 class probabilities, column %q has %d", ErrClasses, m.column, k)
 		}
-		score = func(i int) float64 { return float64(probs[2*i+1]) }
+		score = func(i int) float64 { return float64(probs[k*i+m.positive]) }
+	} else if m.ovr {
+		return err
 	} else if v, verr := b.Values(m.column); verr == nil {
 		score = func(i int) float64 { return v[i] }
 	} else {
 		return err
 	}
 	for i, l := range labels {
-		if l != 0 && l != 1 {
+		if !m.ovr && l != 0 && l != 1 {
 			return &RowError{Row: int64(i), Err: fmt.Errorf("%w: label %d, ROC AUC needs 0 or 1", ErrClasses, l)}
 		}
 		m.scores = append(m.scores, score(i))
-		m.labels = append(m.labels, l == 1)
+		m.labels = append(m.labels, int(l) == m.positive)
 	}
 	return nil
 }
 
 func (m *ROCAUCMetric) Merge(other Metric) error {
 	o, ok := other.(*ROCAUCMetric)
-	if !ok {
+	if !ok || o.positive != m.positive || o.ovr != m.ovr {
 		return mergeError(m, other)
 	}
 	m.scores = append(m.scores, o.scores...)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math/rand/v2"
 	"os"
@@ -103,12 +104,18 @@ func TestEvalCommand(t *testing.T) {
 		if total != 1001 {
 			t.Fatalf("k=%d: the confusion matrix counts %d rows", k, total)
 		}
-		plots := []string{"confusion.png", "probability.png"}
-		if k == 2 {
-			plots = append(plots, "roc.png")
-			if _, ok := rep.Metrics["roc_auc"]; !ok {
-				t.Fatalf("no roc_auc for 2 classes: %v", rep.Metrics)
+		// Two classes: the ROC AUC; more: each class's against the rest,
+		// and their mean; a ROC plot either way.
+		plots := []string{"confusion.png", "probability.png", "roc.png"}
+		auc := "roc_auc"
+		if k > 2 {
+			auc = "roc_auc_ovr"
+			if _, ok := rep.Metrics[fmt.Sprintf("roc_auc_class_%d", k-1)]; !ok {
+				t.Fatalf("no per-class ROC AUC for %d classes: %v", k, rep.Metrics)
 			}
+		}
+		if v, ok := rep.Metrics[auc]; !ok || v < 0 || v > 1 {
+			t.Fatalf("k=%d: %s %v in %v", k, auc, v, rep.Metrics)
 		}
 		for _, name := range plots {
 			b, err := os.ReadFile(filepath.Join(dir, "plots", name))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -125,7 +126,7 @@ func evalCommand() *cobra.Command {
 			if err := os.MkdirAll(*plotDir, 0o755); err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
-			paths, err := drawEval(*plotDir, out, plan.roc, plan.top.values, plan.k, *normalized)
+			paths, err := drawEval(*plotDir, out, plan.rocCurves(), plan.top.values, *normalized)
 			if err != nil {
 				return fmt.Errorf("eval: plot: %w", err)
 			}
@@ -145,7 +146,8 @@ type evalPlan struct {
 	value   string
 	metrics []eval.Metric
 	conf    *eval.ConfusionMetric
-	roc     *eval.ROCAUCMetric
+	roc     *eval.ROCAUCMetric   // two classes
+	ovr     []*eval.ROCAUCMetric // more: each class against the rest
 	top     *topProbability
 }
 
@@ -168,6 +170,11 @@ func planEval(m device.Model, value string) (*evalPlan, error) {
 		p.metrics = []eval.Metric{eval.Accuracy(), eval.Precision(eval.Macro, k), eval.Recall(eval.Macro, k), eval.F1(eval.Macro, k), eval.LogLoss(), p.conf, p.top}
 		if k == 2 {
 			p.metrics = append(p.metrics, eval.Precision(eval.Binary, 2), eval.Recall(eval.Binary, 2), eval.F1(eval.Binary, 2), p.roc)
+		} else {
+			for c := range k {
+				p.ovr = append(p.ovr, eval.ROCAUCOneVsRest(c))
+				p.metrics = append(p.metrics, p.ovr[c])
+			}
 		}
 		return p, nil
 	}
@@ -190,8 +197,30 @@ func (p *evalPlan) run(ctx context.Context, m device.Model, ds *dataset.Dataset,
 		delete(report.Values, p.top.Name())
 		delete(report.Values, p.conf.Name()) // the accuracy again
 		out.Confusion = confusionRows(p.conf, p.k)
+		if len(p.ovr) > 0 {
+			// scikit-learn's roc_auc_score(multi_class="ovr"): the macro
+			// mean over the classes present.
+			sum, n := 0.0, 0
+			for _, m := range p.ovr {
+				if v := m.Value(); !math.IsNaN(v) {
+					sum, n = sum+v, n+1
+				}
+			}
+			if n > 0 {
+				out.Metrics["roc_auc_ovr"] = sum / float64(n)
+			}
+		}
 	}
 	return out, nil
+}
+
+// rocCurves returns the ROC metrics to draw: the binary one, or each
+// class's against the rest.
+func (p *evalPlan) rocCurves() []*eval.ROCAUCMetric {
+	if p.k == 2 {
+		return []*eval.ROCAUCMetric{p.roc}
+	}
+	return p.ovr
 }
 
 // printEval prints the report as an aligned table, and the confusion
@@ -199,7 +228,7 @@ func (p *evalPlan) run(ctx context.Context, m device.Model, ds *dataset.Dataset,
 func printEval(w io.Writer, r evalReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "rows\t%d\t\n", r.Rows)
-	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc", "mse", "mae"} {
+	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc", "roc_auc_ovr", "mse", "mae"} {
 		if v, ok := r.Metrics[name]; ok {
 			fmt.Fprintf(tw, "%s\t%.4f\t\n", name, v)
 		}

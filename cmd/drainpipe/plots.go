@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -23,8 +24,9 @@ var plotNames = []string{"confusion.png", "roc.png", "probability.png"}
 // drawEval draws eval's plots into dir and returns their paths: the
 // confusion matrix as a heat map with its counts (or, normalized, each
 // label's row as fractions) and a colour bar, the ROC curve with its AUC
-// (2 classes), and a histogram of the predicted class's probability.
-func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k int, normalized bool) ([]string, error) {
+// (two classes; more: each class's against the rest), and a histogram of
+// the predicted class's probability.
+func drawEval(dir string, r evalReport, rocs []*eval.ROCAUCMetric, top []float64, normalized bool) ([]string, error) {
 	var paths []string
 	save := func(p *plot.Plot, name string) error {
 		path := filepath.Join(dir, name)
@@ -40,29 +42,8 @@ func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k
 	}
 	paths = append(paths, confusion)
 
-	if k == 2 {
-		fpr, tpr := roc.Curve()
-		pts := make(plotter.XYs, len(fpr))
-		for i := range fpr {
-			pts[i] = plotter.XY{X: fpr[i], Y: tpr[i]}
-		}
-		p := newPlot("ROC curve, class 1 positive", "false positive rate", "true positive rate")
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		line.Color = color.RGBA{B: 200, A: 255}
-		chance, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
-		if err != nil {
-			return nil, err
-		}
-		chance.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-		p.Add(line, chance)
-		p.Legend.Add(fmt.Sprintf("model (AUC %.4f)", r.Metrics["roc_auc"]), line)
-		p.Legend.Add("chance (AUC 0.5)", chance)
-		p.Legend.Left, p.Legend.Top = false, false
-		p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
-		if err := save(p, "roc.png"); err != nil {
+	if len(rocs) > 0 {
+		if err := save(rocPlot(r, rocs), "roc.png"); err != nil {
 			return nil, err
 		}
 	}
@@ -77,6 +58,44 @@ func drawEval(dir string, r evalReport, roc *eval.ROCAUCMetric, top []float64, k
 		return nil, err
 	}
 	return paths, nil
+}
+
+// rocPlot draws the ROC curves against chance: the binary classifier's
+// (class 1 positive), or each class's against the rest.
+func rocPlot(r evalReport, rocs []*eval.ROCAUCMetric) *plot.Plot {
+	title := "ROC curve, class 1 positive"
+	if len(rocs) > 1 {
+		title = "ROC curves, each class against the rest"
+	}
+	p := newPlot(title, "false positive rate", "true positive rate")
+	colors := plotutil.SoftColors
+	for i, roc := range rocs {
+		fpr, tpr := roc.Curve()
+		pts := make(plotter.XYs, len(fpr))
+		for j := range fpr {
+			pts[j] = plotter.XY{X: fpr[j], Y: tpr[j]}
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			continue // no rows
+		}
+		line.Color = colors[i%len(colors)]
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+		name := fmt.Sprintf("model (AUC %.4f)", r.Metrics["roc_auc"])
+		if len(rocs) > 1 {
+			name = fmt.Sprintf("class %d (AUC %.4f)", i, roc.Value())
+		}
+		p.Legend.Add(name, line)
+	}
+	if chance, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}); err == nil {
+		chance.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+		p.Add(chance)
+		p.Legend.Add("chance (AUC 0.5)", chance)
+	}
+	p.Legend.Left, p.Legend.Top = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
+	return p
 }
 
 // newPlot returns a plot with its title and axes, the title kept off the
