@@ -258,6 +258,8 @@ func (s *Server) bodyError(err, tooLarge error) error {
 	switch {
 	case errors.As(err, &maxBytes):
 		return tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded) && s.draining.Load():
+		return &Error{Code: CodeUnavailable, Err: errors.New("the server is draining: the request body did not arrive in time")}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &Error{Code: CodeSlowBody, Err: fmt.Errorf("request body not received within %s", s.cfg.bodyTimeout)}
 	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum):
@@ -520,19 +522,20 @@ func writeError(w http.ResponseWriter, err error) int {
 
 // bodyReads are the request bodies being read, which a drain cuts: a
 // client that stalls mid-body must not hold the shutdown for its whole
-// timeout.
+// timeout. A body still arriving when the drain begins gets a short grace
+// (a healthy client's finishes), then its read ends.
 type bodyReads struct {
-	mu    sync.Mutex
-	reads map[*http.ResponseController]struct{}
-	cut   bool
+	mu       sync.Mutex
+	reads    map[*http.ResponseController]struct{}
+	deadline time.Time // once cut, the reads' deadline
 }
 
 // add registers a body read until the function it returns is called.
 func (b *bodyReads) add(rc *http.ResponseController) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cut {
-		rc.SetReadDeadline(time.Now())
+	if !b.deadline.IsZero() {
+		rc.SetReadDeadline(b.deadline)
 		return func() {}
 	}
 	if b.reads == nil {
@@ -546,12 +549,12 @@ func (b *bodyReads) add(rc *http.ResponseController) func() {
 	}
 }
 
-// cutAll ends the body reads under way, and every one after.
-func (b *bodyReads) cutAll() {
+// cutAll ends the body reads under way, and every one after, within grace.
+func (b *bodyReads) cutAll(grace time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cut = true
+	b.deadline = time.Now().Add(grace)
 	for rc := range b.reads {
-		rc.SetReadDeadline(time.Now())
+		rc.SetReadDeadline(b.deadline)
 	}
 }

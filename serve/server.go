@@ -239,7 +239,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	stopPolling()
 	s.draining.Store(true)
 	s.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
-	s.bodies.cutAll()
+	s.bodies.cutAll(min(s.cfg.bodyTimeout, bodyGrace))
 
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.drainTimeout)
 	defer cancel()
@@ -252,6 +252,9 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	log.Info("stopped")
 	return errors.Join(startErr, runErr, closeErr)
 }
+
+// bodyGrace is how long a drain lets a request body still arriving take.
+const bodyGrace = time.Second
 
 // setHealth sets the gRPC health of the server ("") and of each model
 // (by name).

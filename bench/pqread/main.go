@@ -8,18 +8,27 @@
 //	go run ./bench/pqread --file in.parquet     # reads (or first writes) that file
 //
 // Builds of this program against two Arrow versions, run on the same --file,
-// compare their decoders in one run.
+// compare their decoders in one run. The dataset reader runs with one
+// decoder and with two (row groups side by side, the default on 2 cores),
+// each summing every feature value; DuckDB, the peer, does the same at 1
+// and 2 threads when node and the writers' corpus packages are there
+// (npm ci in dataset/fileset/testdata/writers).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +66,7 @@ func main() {
 	readers := []struct {
 		name string
 		read func(string, int) (int64, error)
-	}{{"pqarrow", readBare}, {"dataset", readDataset}}
+	}{{"pqarrow", readBare}, {"dataset-1", readDataset(1)}, {"dataset-2", readDataset(2)}}
 	best := make([]time.Duration, len(readers))
 	var n int64
 	for range *rounds {
@@ -73,8 +82,43 @@ func main() {
 		}
 	}
 	for i, r := range readers {
-		fmt.Printf("%-9s %-8s %10d rows %8.3f s %12.0f rows/s\n", arrowVersion(), r.name, n, best[i].Seconds(), float64(n)/best[i].Seconds())
+		fmt.Printf("%-9s %-10s %10d rows %8.3f s %12.0f rows/s\n", arrowVersion(), r.name, n, best[i].Seconds(), float64(n)/best[i].Seconds())
 	}
+	for _, threads := range []int{1, 2} {
+		secs, err := duckdb(*path, threads, *rounds)
+		if err != nil {
+			fmt.Printf("duckdb: %v\n", err)
+			break
+		}
+		decoders := map[int]int{1: 1, 2: 2}[threads]
+		fmt.Printf("%-9s %-10s %10d rows %8.3f s %12.0f rows/s   dataset-%d ÷ duckdb %.3f\n", "duckdb", fmt.Sprintf("threads=%d", threads), n, secs,
+			float64(n)/secs, decoders, secs/best[decoders].Seconds())
+	}
+}
+
+// duckdb times DuckDB's read of the file (the best of rounds, in seconds)
+// through node, when node and the corpus's packages are there.
+func duckdb(path string, threads, rounds int) (float64, error) {
+	_, self, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(self)
+	modules := filepath.Join(dir, "..", "..", "dataset", "fileset", "testdata", "writers", "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@duckdb", "node-api")); err != nil {
+		return 0, fmt.Errorf("skipped: no @duckdb/node-api (npm ci in dataset/fileset/testdata/writers)")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command("node", filepath.Join(dir, "duckdb.mjs"), abs, strconv.Itoa(threads), strconv.Itoa(rounds), modules)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("skipped: %v", err)
+	}
+	var res struct{ Seconds float64 }
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	return res.Seconds, nil
 }
 
 // arrowVersion names the Arrow module this binary was built with.
@@ -157,19 +201,37 @@ func readBare(path string, readRows int) (int64, error) {
 	return n, nil
 }
 
-func readDataset(path string, readRows int) (int64, error) {
-	ds, err := fileset.Read([]string{path}, fileset.WithReadRows(readRows))
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for rec, err := range ds.Records() {
+// readDataset reads the file through fileset with decoders row groups
+// side by side, summing every feature value as DuckDB's query does.
+func readDataset(decoders int) func(string, int) (int64, error) {
+	return func(path string, readRows int) (int64, error) {
+		ds, err := fileset.Read([]string{path}, fileset.WithReadRows(readRows), fileset.WithDecoders(decoders))
 		if err != nil {
-			return n, err
+			return 0, err
 		}
-		n += rec.NumRows()
+		var n int64
+		var sum float64
+		for rec, err := range ds.Records() {
+			if err != nil {
+				return n, err
+			}
+			n += rec.NumRows()
+			var values []float32
+			switch col := rec.Column(1).(type) {
+			case *array.List:
+				values = col.ListValues().(*array.Float32).Float32Values()
+			case *array.FixedSizeList:
+				values = col.ListValues().(*array.Float32).Float32Values()
+			}
+			for _, v := range values {
+				sum += float64(v)
+			}
+		}
+		if math.IsNaN(sum) {
+			return n, fmt.Errorf("NaN sum")
+		}
+		return n, nil
 	}
-	return n, nil
 }
 
 func check(err error) {

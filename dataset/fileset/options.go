@@ -2,6 +2,7 @@ package fileset
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,6 +15,7 @@ type filesConfig struct {
 	format       format.Format
 	columns      []string
 	batchRows    int
+	decoders     int // Parquet row groups decoded side by side
 	csvSchema    *arrow.Schema
 	csvSample    int
 	csvNumbers   []string // patterns of CSV columns read as numbers
@@ -89,8 +91,15 @@ func WithMaxMemory(bytes int64) Option { return func(c *filesConfig) { c.maxMemo
 // makes them see the same objects. By default each call opens its own.
 func WithOpener(o *storage.Opener) Option { return func(c *filesConfig) { c.opener = o } }
 
+// WithDecoders sets how many row groups of a local Parquet file are
+// decoded side by side, each on a core, ahead of the records' consumer, in
+// file order; 1 decodes one after another. The default is 2 on a machine
+// of 2 cores or more. Each holds a decoded row group, within the memory
+// ceiling.
+func WithDecoders(n int) Option { return func(c *filesConfig) { c.decoders = max(n, 1) } }
+
 func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
+	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
 	}

@@ -197,11 +197,13 @@ func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 		if r.ahead != nil {
 			r.ahead.plan(r.pf, sel.groups, r.leaves)
 		}
-		if tensors, rest := r.tensorColumns(sel); len(tensors) > 0 {
-			r.tensorRecords(sel, tensors, rest, yield)
+		// An object's groups are fetched ahead in order (the prefetcher);
+		// a local file's are decoded side by side.
+		if w := r.c.decoders; w > 1 && len(sel.groups) > 1 && r.ahead == nil {
+			r.parallelRecords(sel, w, yield)
 			return
 		}
-		r.pqarrowRecords(sel, yield)
+		r.sequential(sel, yield)
 	}
 }
 

@@ -87,9 +87,22 @@ func newTensorColumn(pf *file.Reader, mem memory.Allocator, sel selection, field
 		return nil
 	}
 	t := &tensorColumn{pf: pf, mem: mem, sel: sel, leaf: leaf, field: field, name: f.Name, typ: f.Type,
-		fixed: fixed, hint: max(fixed, 1), listDef: sf.LevelInfo.DefLevel, valueDef: descr.MaxDefinitionLevel(), g: -1}
+		fixed: fixed, hint: max(fixed, levelsPerRow(pf, sel.groups[0], leaf)), listDef: sf.LevelInfo.DefLevel, valueDef: descr.MaxDefinitionLevel(), g: -1}
 	t.row = sel.starts[0]
 	return t
+}
+
+// levelsPerRow is the levels a row of row group g holds in column leaf, as
+// its metadata states (values, nulls included, over rows), at least 1: the
+// size of a read's first request for levels. A hint, nothing more: the
+// reads check every level.
+func levelsPerRow(pf *file.Reader, g, leaf int) int64 {
+	rg := pf.MetaData().RowGroup(g)
+	col, err := rg.ColumnChunk(leaf)
+	if err != nil || rg.NumRows() <= 0 || col.NumValues() <= 0 {
+		return 1
+	}
+	return min(max(col.NumValues()/rg.NumRows(), 1), 1<<12) // wider rows grow the reads as they come
 }
 
 // read returns the next n rows as an array of the field's type. A row of
