@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,7 +19,10 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
 )
 
 // goal is one speed goal: a ratio measured once a round.
@@ -97,6 +102,15 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 			return fromMem / fromFile
 		}},
 	}
+	// A whole job, Parquet to Parquet, against the model alone on the same
+	// rows in memory, both with one session a core: what reading, the
+	// parts and the writing cost together.
+	for _, out := range []string{"folder", "file"} {
+		gs = append(gs, goal{fmt.Sprintf("job: Parquet → %s ÷ the model alone (MLP, %d sessions)", out, cores), 0.8, func(r int) float64 {
+			alone, job := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, cores) }, func() float64 { return c.job(mlp, path, out, cores) })
+			return alone / job
+		}})
+	}
 	gs = append(gs, onnxGoals(c, recs)...)
 	gs = slices.DeleteFunc(gs, func(g goal) bool { return !strings.Contains(g.name, only) })
 	if len(gs) == 0 {
@@ -170,6 +184,26 @@ func readDataset(ds *dataset.Dataset) float64 {
 	start := time.Now()
 	for _, err := range ds.Records() {
 		check(err)
+	}
+	return time.Since(start).Seconds()
+}
+
+// job times a job (job.Run) over the Parquet file at path to a folder or
+// file output, with sessions session groups.
+func (c *config) job(m device.Model, path, out string, sessions int) float64 {
+	output := filepath.Join(c.dir, "job-out")
+	if out == "folder" {
+		output += "/"
+	} else {
+		output += ".parquet"
+	}
+	start := time.Now()
+	sum, err := job.Run(context.Background(), job.Config{Inputs: []string{path}, Output: output, Model: m, ModelID: "bench",
+		InputSize: width, BatchSize: c.batch, Prefetch: -1, Overwrite: true, Allocator: c.mem,
+		Predict: []predict.Option{predict.WithGroups(sessions)}})
+	check(err)
+	if sum.Rows != int64(c.rows) {
+		log.Fatalf("the job wrote %d rows of %d", sum.Rows, c.rows)
 	}
 	return time.Since(start).Seconds()
 }

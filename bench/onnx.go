@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -52,6 +53,14 @@ func onnxGoals(c *config, recs []arrow.RecordBatch) []goal {
 		{"ONNX: the device session ÷ ONNX Runtime called directly (1 thread)", 0.98, func(r int) float64 {
 			session, direct := pair(r, func() float64 { return c.onnxSession(single, recs) }, func() float64 { return c.onnxDirect(single, recs) })
 			return direct / session
+		}},
+		{fmt.Sprintf("ONNX job: Parquet → folder ÷ the model alone (%d sessions × 1 thread)", cores), 0.8, func(r int) float64 {
+			alone, job := pair(r, func() float64 { return c.drainpipeWith(single, mem, 0, cores) }, func() float64 { return c.job(single, filepath.Join(c.dir, "input.parquet"), "folder", cores) })
+			return alone / job
+		}},
+		{fmt.Sprintf("ONNX job: Parquet → file ÷ the model alone (%d sessions × 1 thread)", cores), 0.8, func(r int) float64 {
+			alone, job := pair(r, func() float64 { return c.drainpipeWith(single, mem, 0, cores) }, func() float64 { return c.job(single, filepath.Join(c.dir, "input.parquet"), "file", cores) })
+			return alone / job
 		}},
 	}
 }
