@@ -190,6 +190,16 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	if got := arrowtest.ReadFile(t, out); err != nil || !sum.AlreadyComplete || sum.Rows != 500 || !bytes.Equal(got, want) {
 		t.Fatalf("resuming a complete job: %+v, %v", sum, err)
 	}
+	// A removal of the parts cut short leaves parts without a manifest:
+	// resuming the complete job removes them.
+	os.MkdirAll(out+".parts", 0o755)
+	os.WriteFile(filepath.Join(out+".parts", "part-000003.arrow"), []byte("left"), 0o644)
+	if sum, err = job.Run(t.Context(), cfg); err != nil || !sum.AlreadyComplete || sum.Rows != 500 {
+		t.Fatalf("resuming with parts left and no manifest: %+v, %v", sum, err)
+	}
+	if _, err := os.Stat(out + ".parts"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the parts left without a manifest stayed")
+	}
 	// An output another job wrote is not this one's to touch.
 	other := config(mem, input, out, m)
 	other.BatchSize, other.Resume = 64, true

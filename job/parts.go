@@ -188,22 +188,28 @@ func (p *parts) check(entries []storage.Entry) error {
 
 // finished reports whether the parts folder holds the manifest of this job
 // with a complete output (a file output written, or a folder output's
-// _SUCCESS); for a file output it removes the parts. It returns the rows
-// the parts held.
+// _SUCCESS), and returns the rows the parts held. For a file output, which
+// the caller found complete and naming this job, it removes what is left
+// of the parts, manifest or none: a removal cut short (by a kill, on an
+// object store where it is a request an object) leaves parts without one.
 func finished(l layout, fingerprint string) (int64, bool) {
-	data, err := l.store.ReadFile(l.ctx, l.manifest())
-	if err != nil {
-		return 0, false
-	}
-	p := &parts{layout: l}
-	if json.Unmarshal(data, &p.m) != nil || p.m.Fingerprint != fingerprint {
-		return 0, false
+	var p *parts
+	if data, err := l.store.ReadFile(l.ctx, l.manifest()); err == nil {
+		p = &parts{layout: l}
+		if json.Unmarshal(data, &p.m) != nil || p.m.Fingerprint != fingerprint {
+			p = nil
+		}
 	}
 	if l.folder {
+		if p == nil {
+			return 0, false
+		}
 		if _, err := l.store.Stat(l.ctx, l.path(successName)); err != nil {
 			return 0, false
 		}
-	} else if err := l.store.RemoveAll(l.ctx, l.dir); err != nil {
+		return p.rows(), true
+	}
+	if err := l.store.RemoveAll(l.ctx, l.dir); err != nil || p == nil {
 		return 0, false
 	}
 	return p.rows(), true

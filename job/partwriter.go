@@ -16,6 +16,7 @@ import (
 type partWriter struct {
 	inject func(phase string, n int) error // tests' failures
 	parts  *parts
+	stream *outputStream // a fresh run's file output, written as it goes; nil otherwise
 	mem    memory.Allocator
 	chunk  int
 	aside  *aside // SetAside mode, else nil
@@ -80,6 +81,11 @@ func (w *partWriter) flush() error {
 	if err := w.cur.Write(out); err != nil {
 		return err
 	}
+	if w.stream != nil {
+		if err := w.stream.write(out); err != nil {
+			return err
+		}
+	}
 	w.rows += out.NumRows()
 	if w.rows == int64(w.parts.m.PartRows) {
 		return w.commit(w.lastRow + 1)
@@ -138,6 +144,9 @@ func (w *partWriter) setAside() int64 { return w.parts.asideRows() }
 
 // abort discards the part being written and what is pending.
 func (w *partWriter) abort() {
+	if w.stream != nil {
+		w.stream.abort()
+	}
 	for _, r := range w.pending {
 		r.Release()
 	}

@@ -72,6 +72,7 @@ type run struct {
 	parts       *parts
 	schema      *arrow.Schema // the input's, as read
 	aside       *aside        // SetAside mode, else nil
+	stream      *outputStream // a fresh run's file output, written as it goes
 }
 
 // prepare checks the output, takes its lock and opens the parts: fresh,
@@ -129,8 +130,13 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
 	}
 	parts.inject = cfg.fail
+	if !r.layout.folder && len(parts.m.Parts) == 0 {
+		// Nothing to resume: the output is written as the parts are, and
+		// needs no merge (a resumed run merges, to the same bytes).
+		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail}
+	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
-		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: a}
+		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: a, stream: r.stream}
 	})
 	if err != nil {
 		return nil, err
@@ -150,9 +156,19 @@ func (r *run) complete(sum *Summary) error {
 	}
 	empty := func() (*arrow.Schema, error) { return cfg.outputSchema(r.schema) }
 	var err error
-	if r.layout.folder {
+	switch {
+	case r.layout.folder:
 		err = r.parts.seal(empty, cfg.Allocator)
-	} else {
+	case r.stream != nil:
+		var written bool
+		if written, err = r.stream.finish(); err == nil {
+			if written {
+				err = r.parts.store.RemoveAll(r.parts.ctx, r.parts.dir)
+			} else {
+				err = r.parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator)
+			}
+		}
+	default:
 		err = r.parts.merge(cfg.Output, empty, cfg.Overwrite, cfg.Allocator)
 	}
 	if err != nil {

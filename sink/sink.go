@@ -166,6 +166,9 @@ func (w *Writer) closeOpener() {
 // Size returns the bytes written: the file's size once committed.
 func (w *Writer) Size() int64 { return w.out.Size() }
 
+// Schema returns the schema of the records the Writer takes.
+func (w *Writer) Schema() *arrow.Schema { return w.schema }
+
 // Path returns the destination.
 func (w *Writer) Path() string { return w.path }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -226,7 +227,12 @@ func killAndResume(t *testing.T, dir string, ref, out output) {
 		}
 	}
 	if out.unfinished() {
-		t.Fatal("the parts of an unfinished run are left")
+		var left []string
+		filepath.WalkDir(out.parts, func(path string, d fs.DirEntry, err error) error {
+			left = append(left, path)
+			return nil
+		})
+		t.Fatalf("the parts of an unfinished run are left: %v", left)
 	}
 	if !bytes.Equal(out.bytes(t), want) {
 		t.Fatalf("after %d kills the output differs from the uninterrupted run's", kills)
