@@ -27,3 +27,8 @@ func TensorPathColumns(path string, opts ...Option) ([]string, error) {
 	}
 	return names, nil
 }
+
+// WithParallelRows sets the least rows a row group averages for a file's
+// groups to be decoded side by side, so tests reach that path on small
+// files.
+func WithParallelRows(n int64) Option { return func(c *filesConfig) { c.parallelRows = n } }

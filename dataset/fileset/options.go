@@ -15,7 +15,8 @@ type filesConfig struct {
 	format       format.Format
 	columns      []string
 	batchRows    int
-	decoders     int // Parquet row groups decoded side by side
+	decoders     int   // Parquet row groups decoded side by side
+	parallelRows int64 // the least rows a group averages for that
 	csvSchema    *arrow.Schema
 	csvSample    int
 	csvNumbers   []string // patterns of CSV columns read as numbers
@@ -99,7 +100,7 @@ func WithOpener(o *storage.Opener) Option { return func(c *filesConfig) { c.open
 func WithDecoders(n int) Option { return func(c *filesConfig) { c.decoders = max(n, 1) } }
 
 func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
+	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), parallelRows: 1024, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
 	}

@@ -198,8 +198,9 @@ func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 			r.ahead.plan(r.pf, sel.groups, r.leaves)
 		}
 		// An object's groups are fetched ahead in order (the prefetcher);
-		// a local file's are decoded side by side.
-		if w := r.c.decoders; w > 1 && len(sel.groups) > 1 && r.ahead == nil {
+		// a local file's are decoded side by side, when they are large
+		// enough to pay for their own readers and goroutine.
+		if w := r.c.decoders; w > 1 && len(sel.groups) > 1 && r.ahead == nil && sel.rows/int64(len(sel.groups)) >= r.c.parallelRows {
 			r.parallelRecords(sel, w, yield)
 			return
 		}
