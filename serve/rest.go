@@ -1,21 +1,15 @@
 package serve
 
 import (
-	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
 	"net/http"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -164,10 +158,6 @@ type restTensor struct {
 	Data       any            `json:"data,omitempty"`
 }
 
-// BinaryHeader is the header of the binary tensor data extension: the
-// length of the JSON that starts a body, binary tensors following it.
-const BinaryHeader = "Inference-Header-Content-Length"
-
 type restInferResponse struct {
 	ModelName    string       `json:"model_name"`
 	ModelVersion string       `json:"model_version"`
@@ -213,59 +203,6 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 	}
 	req.model, req.version = r.PathValue("name"), r.PathValue("version")
 	return req, nil
-}
-
-// readBody reads a request's body, gzip-decoded if it says so, within the
-// size bound (a declared Content-Length over it is refused before a byte
-// is read, a gzip body's decoded size is bounded too) and the body
-// deadline; a drain cuts a body still arriving.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	limit := s.cfg.maxBody
-	tooLarge := &Error{Code: CodeTooLarge, Err: fmt.Errorf("request body over %d bytes", limit)}
-	if r.ContentLength > limit {
-		return nil, tooLarge
-	}
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
-	stop := s.bodies.add(rc)
-	defer stop()
-	var in io.Reader = http.MaxBytesReader(w, r.Body, limit)
-	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(in)
-		if err != nil {
-			return nil, s.bodyError(err, tooLarge)
-		}
-		in = io.LimitReader(gz, limit+1)
-	default:
-		return nil, invalid(fmt.Errorf("Content-Encoding %q: the server reads gzip or none", enc))
-	}
-	body, err := io.ReadAll(in)
-	if err != nil {
-		return nil, s.bodyError(err, tooLarge)
-	}
-	if int64(len(body)) > limit {
-		return nil, tooLarge
-	}
-	rc.SetReadDeadline(time.Time{})
-	return body, nil
-}
-
-// bodyError classifies a failed body read.
-func (s *Server) bodyError(err, tooLarge error) error {
-	var maxBytes *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxBytes):
-		return tooLarge
-	case errors.Is(err, os.ErrDeadlineExceeded) && s.draining.Load():
-		return &Error{Code: CodeUnavailable, Err: errors.New("the server is draining: the request body did not arrive in time")}
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return &Error{Code: CodeSlowBody, Err: fmt.Errorf("request body not received within %s", s.cfg.bodyTimeout)}
-	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum):
-		return invalid(fmt.Errorf("reading the request body: %w", err))
-	}
-	return &Error{Code: CodeCanceled, Err: fmt.Errorf("reading the request: %w", err)}
 }
 
 // decodeInferJSON decodes the REST infer request body: its JSON, and the
@@ -337,75 +274,6 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 	return req, nil
 }
 
-// binarySize reads a binary extension parameter: key's value in params (a
-// JSON object), or with key "" params itself. A size is a non-negative
-// integer; a flag (true/false) reads as 1/0. ok reports it was there.
-func binarySize(params json.RawMessage, key string) (v int64, ok bool, err error) {
-	raw := params
-	if key != "" {
-		if len(params) == 0 {
-			return 0, false, nil
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(params, &m); err != nil {
-			return 0, false, fmt.Errorf("parameters: %w", err)
-		}
-		if raw, ok = m[key]; !ok {
-			return 0, false, nil
-		}
-	}
-	if len(raw) == 0 {
-		return 0, false, nil
-	}
-	switch string(raw) {
-	case "true":
-		return 1, true, nil
-	case "false":
-		return 0, true, nil
-	}
-	if err := json.Unmarshal(raw, &v); err != nil || v < 0 {
-		return 0, true, fmt.Errorf("%s: %s is not a size or a flag", cmp.Or(key, "parameter"), raw)
-	}
-	return v, true, nil
-}
-
-// writeInferResponse writes the response: JSON, and the outputs asked in
-// binary after it (the binary tensor data extension).
-func writeInferResponse(w http.ResponseWriter, req *inferRequest, resp *inferResponse) {
-	out := restInferResponse{ModelName: resp.model, ModelVersion: resp.version, ID: resp.id, Outputs: make([]restTensor, len(resp.outputs))}
-	var binary [][]byte
-	for i, t := range resp.outputs {
-		out.Outputs[i] = restTensor{Name: t.name, Datatype: t.datatype, Shape: t.shape, Data: t.data}
-		if req.binaryOut[""] || req.binaryOut[t.name] {
-			raw := datatypes[t.datatype].toRaw(t.data)
-			out.Outputs[i].Data = nil
-			out.Outputs[i].Parameters = map[string]any{"binary_data_size": len(raw)}
-			binary = append(binary, raw)
-		}
-	}
-	if binary == nil {
-		writeJSON(w, http.StatusOK, out)
-		return
-	}
-	head, err := json.Marshal(out)
-	if err != nil {
-		writeError(w, &Error{Code: CodeInternal, Err: err})
-		return
-	}
-	size := len(head)
-	for _, b := range binary {
-		size += len(b)
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set(BinaryHeader, strconv.Itoa(len(head)))
-	w.Header().Set("Content-Length", strconv.Itoa(size))
-	w.WriteHeader(http.StatusOK)
-	w.Write(head)
-	for _, b := range binary {
-		w.Write(b)
-	}
-}
-
 // tensorType looks a tensor's datatype up and counts its elements.
 func tensorType(name, datatype string, shape []int64) (dtype, int, error) {
 	d, ok := datatypes[datatype]
@@ -431,42 +299,6 @@ func checkLength(t *tensor, n int) error {
 }
 
 func lenOf(data any) int { return reflect.ValueOf(data).Len() }
-
-// restTimeout reads a request's timeout from the header or the "timeout"
-// parameter (microseconds). Zero is no timeout; one past longestTimeout
-// (Triton's clients send 2^64-1 µs for none) waits longestTimeout.
-func restTimeout(header string, param json.RawMessage) (time.Duration, error) {
-	if header != "" {
-		if d, err := time.ParseDuration(header); err == nil && d >= 0 {
-			return min(d, longestTimeout), nil
-		}
-		if secs, err := strconv.ParseFloat(header, 64); err == nil && secs >= 0 {
-			return min(time.Duration(min(secs, longestTimeout.Seconds())*float64(time.Second)), longestTimeout), nil
-		}
-		return 0, fmt.Errorf("header %s: %q is neither a duration (250ms) nor seconds (0.25)", TimeoutHeader, header)
-	}
-	if len(param) == 0 {
-		return 0, nil
-	}
-	if us, err := strconv.ParseUint(string(param), 10, 64); err == nil {
-		return micros(us), nil
-	}
-	if us, err := strconv.ParseFloat(string(param), 64); err == nil && us >= 0 {
-		return micros(uint64(min(us, math.MaxUint64/2))), nil
-	}
-	return 0, fmt.Errorf("parameter timeout: %s is not a count of microseconds", param)
-}
-
-// longestTimeout bounds a request's timeout.
-const longestTimeout = 24 * time.Hour
-
-// micros returns us microseconds as a timeout, at most longestTimeout.
-func micros(us uint64) time.Duration {
-	if us > uint64(longestTimeout/time.Microsecond) {
-		return longestTimeout
-	}
-	return time.Duration(us) * time.Microsecond
-}
 
 // finish writes the access log and the request metrics.
 func (s *Server) finish(ctx context.Context, protocol, model, code, remote string, req *inferRequest, resp *inferResponse, took time.Duration, err error) {
@@ -518,43 +350,4 @@ func writeError(w http.ResponseWriter, err error) int {
 	status := httpStatus[codeOf(err)]
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 	return status
-}
-
-// bodyReads are the request bodies being read, which a drain cuts: a
-// client that stalls mid-body must not hold the shutdown for its whole
-// timeout. A body still arriving when the drain begins gets a short grace
-// (a healthy client's finishes), then its read ends.
-type bodyReads struct {
-	mu       sync.Mutex
-	reads    map[*http.ResponseController]struct{}
-	deadline time.Time // once cut, the reads' deadline
-}
-
-// add registers a body read until the function it returns is called.
-func (b *bodyReads) add(rc *http.ResponseController) func() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.deadline.IsZero() {
-		rc.SetReadDeadline(b.deadline)
-		return func() {}
-	}
-	if b.reads == nil {
-		b.reads = map[*http.ResponseController]struct{}{}
-	}
-	b.reads[rc] = struct{}{}
-	return func() {
-		b.mu.Lock()
-		delete(b.reads, rc)
-		b.mu.Unlock()
-	}
-}
-
-// cutAll ends the body reads under way, and every one after, within grace.
-func (b *bodyReads) cutAll(grace time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.deadline = time.Now().Add(grace)
-	for rc := range b.reads {
-		rc.SetReadDeadline(b.deadline)
-	}
 }

@@ -22,7 +22,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
@@ -281,67 +280,6 @@ func (s *Server) grace(errc <-chan error, runErr *error) {
 	}
 }
 
-// startModels starts the models one after another; a failure closes the
-// ones started.
-func (s *Server) startModels(ctx context.Context) error {
-	for _, spec := range s.specs {
-		if _, err := s.load(ctx, spec, fileState{}); err != nil {
-			return err
-		}
-	}
-	if s.repo != nil {
-		return s.repo.syncAll(ctx)
-	}
-	return nil
-}
-
-// load starts a model (its sessions, its warm-up) and then serves it; a
-// model it replaces (the same name and version) is retired.
-func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*model, error) {
-	began := time.Now()
-	m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), s.metrics.observer(spec.Name))
-	if err != nil {
-		return nil, err
-	}
-	m.source = source
-	m.ready.Store(true)
-	if old := s.reg.add(m); old != nil {
-		s.retire(old)
-	}
-	if s.isStarted() && !s.draining.Load() {
-		s.health.SetServingStatus(m.name, healthpb.HealthCheckResponse_SERVING)
-	}
-	s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.inputs), "outputs", names(m.outputs), "start", time.Since(began))
-	return m, nil
-}
-
-// unload stops serving a version and retires it.
-func (s *Server) unload(name, version string) {
-	if m := s.reg.remove(name, version); m != nil {
-		s.retire(m)
-	}
-	if !s.reg.has(name) {
-		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
-	}
-}
-
-// retire closes a model taken out of the registry once the requests that
-// found it are done: it answers what it has queued and in flight, then
-// shuts its sessions down, exactly once.
-func (s *Server) retire(m *model) {
-	m.ready.Store(false)
-	s.retiring.Go(func() {
-		m.users.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.drainTimeout)
-		defer cancel()
-		if err := m.batcher.Close(ctx); err != nil {
-			s.cfg.logger.Error("model retired", "model", m.name, "version", m.version, "error", err)
-			return
-		}
-		s.cfg.logger.Info("model retired", "model", m.name, "version", m.version)
-	})
-}
-
 // stopListeners stops taking requests and waits for the ones taken. If
 // ctx ends first, it refuses what waits in the batchers (which answers
 // the requests still open), gives their answers up to a second to leave,
@@ -383,20 +321,6 @@ func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSr
 	return true
 }
 
-// closeModels closes every started model's batcher, which logs its stats
-// (a second Close returns the first's shutdown errors).
-func (s *Server) closeModels(ctx context.Context) error {
-	var errs []error
-	for _, m := range s.reg.all() {
-		m.ready.Store(false)
-		if err := m.batcher.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("model %s version %s: %w", m.name, m.version, err))
-		}
-	}
-	s.retiring.Wait()
-	return errors.Join(errs...)
-}
-
 func (s *Server) isStarted() bool {
 	select {
 	case <-s.ready:
@@ -404,29 +328,6 @@ func (s *Server) isStarted() bool {
 	default:
 		return false
 	}
-}
-
-// lookup finds a model by name and version ("" for the latest).
-func (s *Server) lookup(name, version string) (*model, error) {
-	return s.find(name, version, false)
-}
-
-// acquire finds a model for a request, which releases it when done.
-func (s *Server) acquire(name, version string) (*model, error) {
-	return s.find(name, version, true)
-}
-
-func (s *Server) find(name, version string, use bool) (*model, error) {
-	if !s.isStarted() {
-		return nil, &Error{Code: CodeUnavailable, Err: errors.New("models are starting")}
-	}
-	if m, ok := s.reg.find(name, version, use); ok {
-		return m, nil
-	}
-	if versions := s.reg.versions(name); len(versions) > 0 {
-		return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("model %q has no version %q; it serves versions %v", name, version, versions)}
-	}
-	return nil, &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q; models: %v", name, s.reg.names())}
 }
 
 // inferRequest is a decoded infer request of either protocol.
@@ -484,57 +385,4 @@ func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, 
 		return nil, &Error{Code: CodeInternal, Err: err}
 	}
 	return resp, nil
-}
-
-// predictError classifies a batcher's error.
-func predictError(err error) error {
-	switch {
-	case errors.Is(err, online.ErrOverloaded):
-		return &Error{Code: CodeOverloaded, Err: err}
-	case errors.Is(err, online.ErrClosed): // also when Close's own deadline passed
-		return &Error{Code: CodeUnavailable, Err: err}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeDeadline, Err: err}
-	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeCanceled, Err: err}
-	}
-	return &Error{Code: CodeInternal, Err: err}
-}
-
-// Code classifies a failed request; each maps to an HTTP status and a
-// gRPC code.
-type Code int
-
-// The failure classes.
-const (
-	CodeInvalid     Code = iota // 400, INVALID_ARGUMENT: a request that can never succeed
-	CodeNotFound                // 404, NOT_FOUND: no such model or version
-	CodeTooLarge                // 413, RESOURCE_EXHAUSTED: over the request size bound
-	CodeOverloaded              // 429, RESOURCE_EXHAUSTED: the queue is full; retry later
-	CodeCanceled                // 499, CANCELLED: the client went away
-	CodeInternal                // 500, INTERNAL: the device failed
-	CodeUnavailable             // 503, UNAVAILABLE: starting or shutting down
-	CodeDeadline                // 504, DEADLINE_EXCEEDED: the deadline passed first
-	CodeMethod                  // 405: the endpoint takes another method (REST only)
-	CodeSlowBody                // 408, DEADLINE_EXCEEDED: the body did not arrive in time
-)
-
-// Error is a failed request: its class and cause.
-type Error struct {
-	Code Code
-	Err  error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-func invalid(err error) error { return &Error{Code: CodeInvalid, Err: err} }
-
-// codeOf returns an error's class.
-func codeOf(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return CodeInternal
 }

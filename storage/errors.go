@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/aws/smithy-go"
+	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
+)
+
+// objectError names the object (its URL without secrets) in err, and says
+// in one line what a person can act on: a missing object or bucket
+// (ErrNotFound), credentials refused (ErrDenied) or not found
+// (ErrNoCredentials), an object that changed (ErrChanged).
+func objectError(name string, err error) error {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrChanged) || errors.Is(err, ErrNoCredentials) {
+		return fmt.Errorf("storage: %s: %w", redact(name), err)
+	}
+	var api smithy.APIError
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		if errors.As(err, &api) && api.ErrorCode() == "NoSuchBucket" {
+			return fmt.Errorf("%w: %s: no such bucket", ErrNotFound, redact(name))
+		}
+		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
+	case gcerrors.FailedPrecondition:
+		return fmt.Errorf("storage: %s: %w", redact(name), ErrChanged)
+	case gcerrors.PermissionDenied:
+		return fmt.Errorf("storage: %s: %w", redact(name), ErrDenied)
+	}
+	if msg := err.Error(); strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to retrieve credentials") {
+		return fmt.Errorf("storage: %s: %w: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where an instance role is", redact(name), ErrNoCredentials)
+	}
+	return fmt.Errorf("storage: %s: %w", redact(name), err)
+}
+
+var (
+	// ErrDenied reports credentials the server refuses for an object.
+	ErrDenied = errors.New("access denied: the server refuses these credentials for it")
+	// ErrNoCredentials reports a cloud store reached with no credentials.
+	ErrNoCredentials = errors.New("no credentials found")
+)
+
+// redact drops a URL's query values that may hold secrets, keeping their
+// names.
+func redact(name string) string {
+	u, err := url.Parse(name)
+	if err != nil || u.RawQuery == "" {
+		return name
+	}
+	q := u.Query()
+	for k := range q {
+		switch strings.ToLower(k) {
+		case "endpoint", "region", "use_path_style", "s3forcepathstyle", "awssdk", "disable_https", "domain", "protocol", "localemu":
+		default:
+			q.Set(k, "…")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// gcsCredentials checks, before a gs:// bucket is opened, that Google's
+// default credentials are there (or not needed: an emulator, or an
+// anonymous URL). Without them gocloud.dev would print a warning to
+// stdout and fail later on a key it cannot parse.
+func gcsCredentials(ctx context.Context, ob object) error {
+	if ob.scheme != "gs" || os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
+		return nil
+	}
+	if q, _ := url.ParseQuery(ob.query); q.Get("anonymous") == "true" || q.Get("access_id") == "-" {
+		return nil
+	}
+	if _, err := gcp.DefaultCredentials(ctx); err != nil {
+		return fmt.Errorf("storage: %s: %w: set GOOGLE_APPLICATION_CREDENTIALS, run gcloud auth application-default login, or add anonymous=true for a public bucket (%v)",
+			redact(ob.bucketURL()), ErrNoCredentials, err)
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	gcstorage "cloud.google.com/go/storage"
+	azblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// File is an open file or object: read it in sequence, or at offsets
+// (an object by range requests).
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Size() int64
+}
+
+// Open opens name for reading.
+func (o *Opener) Open(ctx context.Context, name string) (File, error) {
+	if !IsURL(name) {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return localFile{f, st.Size()}, nil
+	}
+	if isHTTP(name) {
+		return o.openHTTP(ctx, name)
+	}
+	ob, b, err := o.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := o.statPinned(ctx, b, name, ob.key)
+	if err != nil {
+		return nil, err
+	}
+	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, st.pinned()), state: st}, nil
+}
+
+// ErrChanged reports an object that changed while it was being read.
+var ErrChanged = errors.New("the object changed while it was read")
+
+// pinned returns the read options that make every request of a read ask
+// for the object as it was pinned: If-Match its ETag on S3 and Azure, its
+// generation on GCS. A file replaced under a running read is then an
+// error (412, FailedPrecondition), never a mix of two versions.
+func (st *objectState) pinned() *blob.ReaderOptions {
+	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var s3in *s3.GetObjectInput
+		var gcs **gcstorage.ObjectHandle
+		var az *azblob.DownloadStreamOptions
+		quiet(as)
+		switch {
+		case st.etag == "" && st.generation == 0:
+		case as(&s3in):
+			s3in.IfMatch = aws.String(st.etag)
+		case st.generation != 0 && as(&gcs):
+			// That generation, or none: in a bucket without versions a
+			// replaced object's old generation is gone (404).
+			*gcs = (*gcs).Generation(st.generation)
+		case as(&az):
+			etag := azcore.ETag(st.etag)
+			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
+		}
+		return nil
+	}}
+}
+
+// quiet keeps the AWS SDK from logging, to stderr, a warning for every
+// whole-object GET whose response carries no checksum (an S3-compatible
+// server's often does not): a read's result is checked by its length and
+// pinned version, and a CLI's stderr is its user's.
+func quiet(as func(any) bool) {
+	var s3opts *[]func(*s3.Options)
+	if as(&s3opts) {
+		*s3opts = append(*s3opts, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true })
+	}
+}
+
+// quietRead is the options of an unpinned read.
+var quietRead = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error { quiet(as); return nil }}
+
+type localFile struct {
+	*os.File
+	size int64
+}
+
+func (f localFile) Size() int64 { return f.size }
+
+// objectFile reads an object by range requests: ReadAt asks for the bytes
+// it is given room for; Read streams from the offset on.
+type objectFile struct {
+	ctx       context.Context
+	name      string
+	size, off int64
+	// fetch asks for length bytes from off (-1: to the end) of the
+	// version the file was opened at, in one request.
+	fetch  func(ctx context.Context, off, length int64) (io.ReadCloser, error)
+	stream io.ReadCloser // open from off, for Read
+	state  *objectState  // counts the requests and bytes
+}
+
+// blobFetch fetches ranges of a bucket's object, pinned to a version.
+func blobFetch(b *blob.Bucket, key string, opts *blob.ReaderOptions) func(context.Context, int64, int64) (io.ReadCloser, error) {
+	return func(ctx context.Context, off, length int64) (io.ReadCloser, error) {
+		return b.NewRangeReader(ctx, key, off, length, opts)
+	}
+}
+
+// retryable reports whether a request that failed with err may succeed
+// if made again: a cut body, a refusal the server says is passing.
+func retryable(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status >= 500 || he.status == http.StatusTooManyRequests
+	}
+	return !errors.Is(err, ErrChanged) && !errors.Is(err, ErrNotFound) && gcerrors.Code(err) == gcerrors.Unknown
+}
+
+func (f *objectFile) Size() int64 { return f.size }
+
+// readAttempts bounds the requests one read makes when a response is cut
+// mid-body: each asks for the rest of the range. (The SDK retries a
+// request the server refuses, such as a 503, on its own.)
+const readAttempts = 4
+
+func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("storage: %s: negative offset %d", redact(f.name), off)
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), f.size-off)
+	got := int64(0)
+	for attempt := 1; got < n; attempt++ {
+		k, err := f.readRange(p[got:n], off+got)
+		got += int64(k)
+		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || !retryable(err)) {
+			return int(got), f.readError(fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+		}
+	}
+	if n < int64(len(p)) {
+		return int(got), io.EOF
+	}
+	return int(got), nil
+}
+
+// readError names the object in a read's error; an object gone since it
+// was opened (or, on GCS, whose pinned generation is gone) has changed.
+func (f *objectFile) readError(err error) error {
+	if errors.Is(err, ErrNotFound) || gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("storage: %s: %w (gone, or replaced)", redact(f.name), ErrChanged)
+	}
+	return objectError(f.name, err)
+}
+
+// readRange reads len(p) bytes from off in one request.
+func (f *objectFile) readRange(p []byte, off int64) (int, error) {
+	f.state.requests.Add(1)
+	r, err := f.fetch(f.ctx, off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	n, err := io.ReadFull(r, p)
+	f.state.fetched.Add(int64(n))
+	return n, err
+}
+
+func (f *objectFile) Read(p []byte) (int, error) {
+	if f.off >= f.size {
+		return 0, io.EOF
+	}
+	for attempt := 1; ; attempt++ {
+		if f.stream == nil {
+			f.state.requests.Add(1)
+			r, err := f.fetch(f.ctx, f.off, -1)
+			if err != nil {
+				return 0, f.readError(err)
+			}
+			f.stream = r
+		}
+		n, err := f.stream.Read(p)
+		f.off += int64(n)
+		f.state.fetched.Add(int64(n))
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, io.EOF) && f.off >= f.size:
+			return n, io.EOF
+		case n > 0:
+			// Cut, or ended early, after some bytes: the next Read asks
+			// for the rest.
+			f.stream.Close()
+			f.stream = nil
+			return n, nil
+		}
+		// Cut before a byte came: ask again for the rest, a bounded number of times.
+		f.stream.Close()
+		f.stream = nil
+		if attempt == readAttempts || f.ctx.Err() != nil {
+			return 0, f.readError(err)
+		}
+	}
+}
+
+func (f *objectFile) Seek(offset int64, whence int) (int64, error) {
+	to := offset
+	switch whence {
+	case io.SeekCurrent:
+		to += f.off
+	case io.SeekEnd:
+		to += f.size
+	}
+	if to < 0 {
+		return f.off, fmt.Errorf("storage: %s: seek to %d", redact(f.name), to)
+	}
+	if to != f.off && f.stream != nil {
+		f.stream.Close()
+		f.stream = nil
+	}
+	f.off = to
+	return to, nil
+}
+
+func (f *objectFile) Close() error {
+	if f.stream != nil {
+		err := f.stream.Close()
+		f.stream = nil
+		return err
+	}
+	return nil
+}
