@@ -216,8 +216,8 @@ func TestPipelineMatchesJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a: 20,000 rows in 5 groups → 3 shards; b: one group → 1; c: 11 groups → 2.
-	names := make([]string, len(man.Files))
-	for i, f := range man.Files {
+	names := make([]string, len(man.Parts))
+	for i, f := range man.Parts {
 		names[i] = f.File
 	}
 	wantNames := []string{"part-00000-000-of-003.parquet", "part-00000-001-of-003.parquet", "part-00000-002-of-003.parquet",
@@ -232,7 +232,7 @@ func TestPipelineMatchesJob(t *testing.T) {
 	if s == 0 || s != d {
 		t.Errorf("%d sessions started, %d shut down", s, d)
 	}
-	t.Logf("%d shards, %d sessions started and shut down", len(man.Files), s)
+	t.Logf("%d shards, %d sessions started and shut down", len(man.Parts), s)
 }
 
 // A shard whose first attempt fails: Prism does not retry a failed bundle,

@@ -61,21 +61,23 @@ type Manifest struct {
 	Inputs []string         `json:"inputs"`
 	Model  string           `json:"model"`
 	Rows   int64            `json:"rows"`
-	Files  []ManifestRecord `json:"files"`
+	Parts  []ManifestRecord `json:"parts"`
 }
 
-// ManifestRecord is one output file of the manifest.
+// ManifestRecord is one output file of the manifest: its name and rows,
+// as every output folder's manifest lists them, and the input shard it
+// holds.
 type ManifestRecord struct {
-	File  string `json:"file"`
+	storage.ManifestPart
 	Input string `json:"input"`
-	Part  string `json:"part"` // "i/n" of the input's row groups
-	Rows  int64  `json:"rows"`
+	Shard string `json:"shard"` // "i/n" of the input's row groups
 }
 
-// ManifestName and SuccessName are the files the last step writes.
+// ManifestName and SuccessName are the files the last step writes: the
+// layout of the CLI's folder outputs (storage.ManifestName, SuccessName).
 const (
-	ManifestName = "_manifest.json"
-	SuccessName  = "_SUCCESS"
+	ManifestName = storage.ManifestName
+	SuccessName  = storage.SuccessName
 )
 
 func init() {
@@ -200,12 +202,13 @@ func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Re
 			continue // a retried shard reported twice: its file was rewritten, not added
 		}
 		seen[r.File] = true
-		man.Files = append(man.Files, ManifestRecord{File: r.File, Input: r.Shard.Path, Part: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count), Rows: r.Rows})
+		man.Parts = append(man.Parts, ManifestRecord{ManifestPart: storage.ManifestPart{File: r.File, Rows: r.Rows}, Input: r.Shard.Path,
+			Shard: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count)})
 		man.Rows += r.Rows
 		wall += time.Duration(r.WallNanos)
 		start += time.Duration(r.SessionStartNanos)
 	}
-	slices.SortFunc(man.Files, func(a, b ManifestRecord) int { return cmp.Compare(a.File, b.File) })
+	slices.SortFunc(man.Parts, func(a, b ManifestRecord) int { return cmp.Compare(a.File, b.File) })
 	data, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return err
@@ -215,10 +218,11 @@ func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Re
 	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, ManifestName), append(data, '\n'), true); err != nil {
 		return fmt.Errorf("dpbeam: manifest: %w", err)
 	}
-	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, SuccessName), nil, true); err != nil {
+	done := storage.Success{Rows: man.Rows, Parts: len(man.Parts)}.Marshal()
+	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, SuccessName), done, true); err != nil {
 		return fmt.Errorf("dpbeam: %s: %w", SuccessName, err)
 	}
-	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "files", len(man.Files), "rows", man.Rows,
+	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "files", len(man.Parts), "rows", man.Rows,
 		"shard_wall", wall, "session_start", start)
 	return nil
 }

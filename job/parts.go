@@ -27,8 +27,9 @@ type manifest struct {
 }
 
 type part struct {
-	File string `json:"file,omitempty"` // name inside the parts folder; none if no row was predicted
-	Rows int64  `json:"rows"`
+	// File (name inside the parts folder; none if no row was predicted)
+	// and its Rows, as every output folder's manifest lists them.
+	storage.ManifestPart
 	// Size is File's size in bytes, checked against a listing on resume.
 	Size int64 `json:"size,omitempty"`
 	// InEnd is the end of the input rows (counted over every row read) the
@@ -45,8 +46,8 @@ type part struct {
 // folders pass over.
 const (
 	manifestName       = "manifest.json"
-	folderManifestName = "_manifest.json"
-	successName        = "_SUCCESS"
+	folderManifestName = storage.ManifestName
+	successName        = storage.SuccessName
 )
 
 // layout is where a job's parts live and what they become.
@@ -287,18 +288,12 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 		if err := w.Commit(); err != nil {
 			return err
 		}
-		if err := p.add(part{File: p.partName(0), Size: w.Size(), InEnd: p.inEnd()}); err != nil {
+		if err := p.add(part{ManifestPart: storage.ManifestPart{File: p.partName(0)}, Size: w.Size(), InEnd: p.inEnd()}); err != nil {
 			return err
 		}
 	}
-	done, err := json.MarshalIndent(struct {
-		Rows  int64 `json:"rows"`
-		Parts int   `json:"parts"`
-	}{p.rows(), len(p.m.Parts)}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := p.store.WriteFile(p.ctx, p.path(successName), append(done, '\n'), true); err != nil {
+	done := storage.Success{Rows: p.rows(), Parts: len(p.m.Parts)}.Marshal()
+	if err := p.store.WriteFile(p.ctx, p.path(successName), done, true); err != nil {
 		return fmt.Errorf("job: %s: %w", successName, err)
 	}
 	return nil

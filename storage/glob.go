@@ -155,7 +155,7 @@ func dataFile(name string) bool {
 // finished refuses a folder that holds an output still being written: a
 // _manifest.json at its top without a _SUCCESS.
 func finished(names []string, prefix, folder string) error {
-	if slices.Contains(names, prefix+"_manifest.json") && !slices.Contains(names, prefix+"_SUCCESS") {
+	if slices.Contains(names, prefix+ManifestName) && !slices.Contains(names, prefix+SuccessName) {
 		return fmt.Errorf("storage: %s holds an output still being written (a _manifest.json, no _SUCCESS)", redact(folder))
 	}
 	return nil
@@ -167,24 +167,21 @@ func finished(names []string, prefix, folder string) error {
 // such as the files of an earlier run of more shards. names is the
 // folder's listing (keys under prefix, for an object store).
 func (o *Opener) manifestFiles(ctx context.Context, folder string, names []string, prefix string) ([]string, bool, error) {
-	if !slices.Contains(names, prefix+"_manifest.json") || !slices.Contains(names, prefix+"_SUCCESS") {
+	if !slices.Contains(names, prefix+ManifestName) || !slices.Contains(names, prefix+SuccessName) {
 		return nil, false, nil
 	}
-	data, err := o.ReadFile(ctx, Join(folder, "_manifest.json"))
+	data, err := o.ReadFile(ctx, Join(folder, ManifestName))
 	if err != nil {
 		return nil, true, err
 	}
-	// A job's folder lists its parts, a Beam pipeline's its files.
 	var m struct {
-		Parts, Files []struct {
-			File string `json:"file"`
-		}
+		Parts []ManifestPart `json:"parts"`
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, true, fmt.Errorf("storage: %s: unreadable _manifest.json: %w", redact(folder), err)
 	}
 	var out []string
-	for _, f := range append(m.Parts, m.Files...) {
+	for _, f := range m.Parts {
 		if f.File == "" {
 			continue // a part whose rows were all set aside
 		}

@@ -87,7 +87,7 @@ func TestGlobFoldersAndDoubleStar(t *testing.T) {
 	if got, err := o.Glob(context.Background(), dir); err != nil || rel(got) != "sub/b.parquet a.parquet" {
 		t.Errorf("a folder with a manifest: %q, %v", rel(got), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_manifest.json"), []byte(`{"files": [{"file": "gone.parquet"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_manifest.json"), []byte(`{"parts": [{"file": "gone.parquet"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Glob(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "names gone.parquet, which is not there") {
