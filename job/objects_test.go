@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,50 +12,66 @@ import (
 
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/aztest"
 	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
-// store is an object store the tests run against for real: its URLs, and
-// the folder where its objects are files (bucket/key).
+// store is an object store the tests run against for real: its URLs,
+// and how to make a bucket.
 type store struct {
 	name   string
 	url    func(bucket, key string) string
-	root   string
 	bucket func(t testing.TB, name string)
 }
 
-// stores starts an S3 server and a GCS emulator for the test.
+// stores starts an S3 server, a GCS emulator and an Azure Blob emulator
+// for the test.
 func stores(t *testing.T) []store {
 	gcs := gcstest.Start(t)
-	return []store{s3Store(s3test.Start(t)), {"gcs", gcs.URL, gcs.Root, gcs.Bucket}}
+	az := aztest.Start(t)
+	return []store{s3Store(s3test.Start(t)), {"gcs", gcs.URL, gcs.Bucket}, {"azure", az.URL, az.Container}}
 }
 
 func s3Store(srv *s3test.Server) store {
-	return store{"s3", srv.URL, srv.Root, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+	return store{"s3", srv.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
 }
 
-// objectFiles returns the objects below prefix in a store's bucket, by
-// key relative to prefix, with their bytes.
-func objectFiles(t *testing.T, st store, bucket, prefix string) map[string][]byte {
+// objectFiles returns, read through the store, the object named key or
+// the objects in the folder key (its files, not its sub-folders), by name
+// relative to it, with their bytes.
+func objectFiles(t *testing.T, st store, bucket, key string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join(st.root, bucket)
+	o := storage.NewOpener()
+	defer o.Close()
 	files := map[string][]byte{}
-	err := filepath.WalkDir(filepath.Join(root, prefix), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(filepath.Join(root, prefix), path)
-		b, err := os.ReadFile(path)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if b, err := o.ReadFile(t.Context(), st.url(bucket, key)); err == nil {
+		files["."] = b
+		return files
+	}
+	entries, err := o.List(t.Context(), st.url(bucket, strings.TrimSuffix(key, "/")+"/"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, e := range entries {
+		b, err := o.ReadFile(t.Context(), st.url(bucket, strings.TrimSuffix(key, "/")+"/"+e.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name] = b
+	}
 	return files
+}
+
+// exists reports whether an object is there.
+func exists(t *testing.T, url string) bool {
+	t.Helper()
+	o := storage.NewOpener()
+	defer o.Close()
+	_, err := o.Stat(t.Context(), url)
+	return err == nil
 }
 
 // equalFiles fails unless got and want hold the same names and bytes.
@@ -151,8 +166,8 @@ func objectJob(t *testing.T, st store, input, local string, m *cpu.MLP, kind, ke
 			}
 		}
 	}
-	if locks, _ := filepath.Glob(filepath.Join(st.root, "jobs", ".*lock")); len(locks) > 0 {
-		t.Fatalf("a finished job left its lock: %v", locks)
+	if lock := st.url("jobs", "."+strings.TrimSuffix(key, "/")+".lock"); exists(t, lock) {
+		t.Fatalf("a finished job left its lock: %s", lock)
 	}
 
 	// The same job to another output, interrupted and resumed.
@@ -192,7 +207,6 @@ func TestObjectStorageLock(t *testing.T) {
 func objectLock(t *testing.T, st store, local string, m *cpu.MLP) {
 	mem := arrowtest.Allocator(t)
 	input := putInputs(t, st, "locks", local)
-	lock := filepath.Join(st.root, "locks", ".preds.lock")
 	stale := `{"host":"worker-7","pid":4242,"started":"2026-11-30T10:00:00Z"}`
 	// Written as the dead job wrote it, through the server.
 	objects := storage.NewOpener()
@@ -212,8 +226,8 @@ func objectLock(t *testing.T, st store, local string, m *cpu.MLP) {
 	if _, err := job.Run(t.Context(), cfg); err != nil {
 		t.Fatalf("taking the lock over: %v", err)
 	}
-	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the lock after the run: %v", err)
+	if exists(t, st.url("locks", ".preds.lock")) {
+		t.Fatal("the lock stayed after the run")
 	}
 }
 

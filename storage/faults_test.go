@@ -13,6 +13,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/drainpipe/drainpipe/internal/aztest"
 	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/storage"
@@ -110,12 +111,20 @@ func TestReadPinsTheVersion(t *testing.T) {
 	}
 }
 
-// On GCS the read is pinned to the object's generation: replaced under a
-// read, it is ErrChanged naming the object.
-func TestGCSReadPinsTheGeneration(t *testing.T) {
+// On GCS the read is pinned to the object's generation, on Azure to its
+// ETag (If-Match): replaced under a read, it is ErrChanged naming the
+// object.
+func TestGCSAndAzureReadsArePinned(t *testing.T) {
 	gcs := gcstest.Start(t)
 	gcs.Bucket(t, "pinned")
-	url := gcs.URL("pinned", "obj.bin")
+	az := aztest.Start(t)
+	az.Container(t, "pinned")
+	for _, url := range []string{gcs.URL("pinned", "obj.bin"), az.URL("pinned", "obj.bin")} {
+		t.Run(url[:strings.Index(url, ":")], func(t *testing.T) { pinnedRead(t, url) })
+	}
+}
+
+func pinnedRead(t *testing.T, url string) {
 	o := storage.NewOpener()
 	defer o.Close()
 	first, second := bytes.Repeat([]byte("a"), 1<<16), bytes.Repeat([]byte("b"), 1<<16)
@@ -134,7 +143,7 @@ func TestGCSReadPinsTheGeneration(t *testing.T) {
 	if err := o.WriteFile(t.Context(), url, second, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "gs://pinned/obj.bin") {
+	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "//pinned/obj.bin") {
 		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,10 +103,21 @@ func (w *Writer) Commit() error {
 		return err
 	}
 	defer w.cancel()
-	if err := w.obj.Close(); err != nil {
+	if err := closeObject(w.obj); err != nil {
 		return writeError(w.name, err)
 	}
 	return nil
+}
+
+// closeObject closes an upload, a panic of the driver's included (Azure's
+// writer panics on some failed uploads) as an error.
+func closeObject(obj *blob.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the upload failed: %v", p)
+		}
+	}()
+	return obj.Close()
 }
 
 // Abort discards what was written. It is a no-op after Commit.
@@ -119,7 +131,7 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.cancel() // an upload whose context ends before Close creates nothing
-	w.obj.Close()
+	closeObject(w.obj)
 }
 
 func writeError(name string, err error) error {
@@ -132,6 +144,20 @@ func writeError(name string, err error) error {
 // WriteFile writes data to name whole (atomically, durably), replacing
 // what is there if replace is set; else ErrExists if name exists.
 func (o *Opener) WriteFile(ctx context.Context, name string, data []byte, replace bool) error {
+	if IsURL(name) && !isHTTP(name) {
+		// One upload of known bytes (the drivers' Upload path), not a
+		// stream: gocloud.dev's Azure writer panics closing a stream whose
+		// conditional write was refused.
+		ob, b, err := o.open(ctx, name)
+		if err != nil {
+			return err
+		}
+		err = b.Upload(ctx, ob.key, bytes.NewReader(data), &blob.WriterOptions{IfNotExist: !replace, ContentType: "application/octet-stream"})
+		if err != nil {
+			return writeError(name, err)
+		}
+		return nil
+	}
 	w, err := o.Create(ctx, name, replace)
 	if err != nil {
 		return err

@@ -10,13 +10,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/drainpipe/drainpipe/internal/aztest"
 	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
-// Writes land whole or not at all, on disk, on a real S3 server and on a
-// GCS emulator: an
+// Writes land whole or not at all, on disk, on a real S3 server, on a GCS
+// emulator and on an Azure Blob emulator: an
 // aborted write (small, or a multipart upload under way) leaves nothing;
 // a write that may not replace loses to an object that is there (the
 // conditional write); a listing names the folder's files with their sizes.
@@ -25,6 +26,8 @@ func TestWriteWholeOrNothing(t *testing.T) {
 	srv.Bucket(t, "out")
 	gcs := gcstest.Start(t)
 	gcs.Bucket(t, "out")
+	az := aztest.Start(t)
+	az.Container(t, "out")
 	ctx := context.Background()
 	o := storage.NewOpener()
 	defer o.Close()
@@ -32,7 +35,7 @@ func TestWriteWholeOrNothing(t *testing.T) {
 	for i := range big {
 		big[i] = byte(rand.Uint32())
 	}
-	for name, dir := range map[string]string{"local": t.TempDir() + "/", "s3": srv.URL("out", "run/"), "gcs": gcs.URL("out", "run/")} {
+	for name, dir := range map[string]string{"local": t.TempDir() + "/", "s3": srv.URL("out", "run/"), "gcs": gcs.URL("out", "run/"), "azure": az.URL("out", "run/")} {
 		t.Run(name, func(t *testing.T) {
 			a := storage.Join(dir, "a.bin")
 			if err := o.WriteFile(ctx, a, []byte("first"), false); err != nil {

@@ -1,0 +1,114 @@
+// Package aztest runs a real Azure Blob Storage emulator for tests:
+// Azurite (the npm package azurite, MIT), installed from the npm registry
+// once into the user's cache folder and started on 127.0.0.1 with a free
+// port and a temporary folder. azblob:// URLs reach it with its
+// well-known development account, which Start puts in the environment.
+package aztest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"gocloud.dev/blob"
+
+	"github.com/drainpipe/drainpipe/internal/testbin"
+)
+
+// Version is the Azurite release the tests run.
+const Version = "3.37.0"
+
+// The emulator's development account (its documented, public key).
+const (
+	Account = "devstoreaccount1"
+	Key     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// Server is a running emulator.
+type Server struct {
+	addr string
+}
+
+// Start installs (once) and starts an emulator for the test, which stops
+// it when it ends. A machine without node and npm skips the test.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := install()
+	if err != nil {
+		t.Skipf("aztest: Azurite %s: %v", Version, err)
+	}
+	dir := t.TempDir()
+	addr, _ := testbin.Start(t, bin, func(addr string) []string {
+		host, port, _ := net.SplitHostPort(addr)
+		return []string{"--blobHost", host, "--blobPort", port, "--location", dir, "--skipApiVersionCheck", "--silent", "--loose"}
+	})
+	t.Setenv("AZURE_STORAGE_ACCOUNT", Account)
+	t.Setenv("AZURE_STORAGE_KEY", Key)
+	return &Server{addr: addr}
+}
+
+// Container makes a container (3 to 63 lowercase letters, digits, dashes).
+func (s *Server) Container(t testing.TB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := blob.OpenBucket(ctx, s.URL(name, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var c *container.Client
+	if !b.As(&c) {
+		t.Fatal("aztest: no container client")
+	}
+	if _, err := c.Create(ctx, nil); err != nil {
+		t.Fatalf("aztest: create container %s: %v", name, err)
+	}
+}
+
+// URL returns the azblob:// URL of key in a container.
+func (s *Server) URL(container, key string) string {
+	return fmt.Sprintf("azblob://%s/%s?protocol=http&domain=%s&localemu=true", container, key, s.addr)
+}
+
+// install returns the path of azurite-blob, installing the package into
+// the user's cache folder if it is not there yet.
+func install() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "drainpipe-test", "azurite-"+Version)
+	bin := filepath.Join(dir, "node_modules", ".bin", "azurite-blob")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", errors.New("npm is not on the PATH")
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	// Installed into a folder of its own, then renamed: packages whose
+	// tests install it at once each get a whole one.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "azurite@"+Version)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install: %w: %s", err, out)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(bin); serr != nil {
+			return "", err
+		}
+	}
+	return bin, nil
+}
