@@ -139,6 +139,16 @@ func TestFolderOutputLeavesForeignFolders(t *testing.T) {
 	if entries, _ := os.ReadDir(out); len(entries) != 1 {
 		t.Fatalf("the folder was touched: %v", entries)
 	}
+	// A run killed while writing its first manifest leaves only the
+	// manifest's temporary file: the folder is still the job's.
+	out2 := t.TempDir()
+	os.WriteFile(filepath.Join(out2, "._manifest.json.tmp-123"), []byte("{"), 0o644)
+	if _, err := job.Run(t.Context(), config(mem, input, out2+"/", m)); err != nil {
+		t.Fatalf("a folder holding a killed run's temporary manifest: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "._manifest.json.tmp-123")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the temporary manifest stayed")
+	}
 }
 
 func seqIDs(n int) []int64 {

@@ -220,6 +220,10 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 		if err != nil {
 			return fmt.Errorf("job: %w", err)
 		}
+		// Hidden files do not make a folder someone else's: a run killed
+		// while writing its first manifest leaves only that file's
+		// temporary copy (.NAME.tmp-…).
+		entries = slices.DeleteFunc(entries, func(e storage.Entry) bool { return strings.HasPrefix(e.Name, ".") })
 		if len(entries) > 0 && !slices.ContainsFunc(entries, func(e storage.Entry) bool {
 			return e.Name == folderManifestName || e.Name == successName
 		}) {
