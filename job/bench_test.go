@@ -37,18 +37,12 @@ func BenchmarkJob(b *testing.B) {
 	b.ReportMetric(100_000*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
-// BenchmarkOutputs compares a job's two outputs with the same model fed by
-// the same reader and writing nothing: 200,000 rows of 64 features in
-// Parquet, MLP 64-256-256-10, batch 256. The write's cost is what the
-// folder and file runs lose against "no-output".
-//
-//	go test -tags openblas -run '^$' -bench Outputs -benchtime 3x ./job
-func BenchmarkOutputs(b *testing.B) {
-	const rows, features = 200_000, 64
-	mem := memory.NewGoAllocator()
-	dir := b.TempDir()
-	input := filepath.Join(dir, "in.parquet")
-	w, err := sink.Create(input, dataset.TensorSchema(features))
+// outputsInput writes rows of features to a Parquet file at path, in
+// records of 4,096, and returns the MLP features-256-256-10 the output
+// benchmarks run on it.
+func outputsInput(b *testing.B, mem memory.Allocator, path string, rows, features int) *cpu.MLP {
+	b.Helper()
+	w, err := sink.Create(path, dataset.TensorSchema(features))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,6 +56,21 @@ func BenchmarkOutputs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return m
+}
+
+// BenchmarkOutputs compares a job's two outputs with the same model fed by
+// the same reader and writing nothing: 200,000 rows of 64 features in
+// Parquet, MLP 64-256-256-10, batch 256. The write's cost is what the
+// folder and file runs lose against "no-output".
+//
+//	go test -tags openblas -run '^$' -bench Outputs -benchtime 3x ./job
+func BenchmarkOutputs(b *testing.B) {
+	const rows, features = 200_000, 64
+	mem := memory.NewGoAllocator()
+	dir := b.TempDir()
+	input := filepath.Join(dir, "in.parquet")
+	m := outputsInput(b, mem, input, rows, features)
 	cfg := func(out string) job.Config {
 		return job.Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "bench", InputSize: features,
 			Keep: []string{"id"}, BatchSize: 256, Prefetch: -1, Overwrite: true, Allocator: mem}

@@ -9,29 +9,28 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
 var errInjected = errors.New("injected failure")
 
-// faultInput writes 1,000 rows of 8 features to dir/in.parquet and returns
-// its path and a model for them.
-func faultInput(t *testing.T, mem memory.Allocator, dir string) (string, *cpu.MLP) {
+// faultInput writes rows of 8 features, in records of recordRows, to
+// dir/in.parquet and returns its path and a model for them.
+func faultInput(t *testing.T, mem memory.Allocator, dir string, rows, recordRows int) (string, *cpu.MLP) {
 	t.Helper()
 	input := filepath.Join(dir, "in.parquet")
 	w, err := sink.Create(input, dataset.TensorSchema(8), sink.WithAllocator(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, 1000, 8, 100, 1).Records()); err != nil {
+	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, rows, 8, recordRows, 1).Records()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {
@@ -51,7 +50,7 @@ func TestFailAtEveryPhaseThenResume(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	input, m := faultInput(t, mem, dir)
+	input, m := faultInput(t, mem, dir, 1000, 100)
 	config := func(out string) Config {
 		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
 			Keep: []string{"id"}, BatchSize: 32, PartRows: 128, ReadRows: 100, Allocator: mem}
@@ -131,7 +130,7 @@ func TestWriteFileWholeOrNothing(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	input, m := faultInput(t, mem, dir)
+	input, m := faultInput(t, mem, dir, 1000, 100)
 	config := func(out string) Config {
 		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
 			Keep: []string{"id"}, BatchSize: 32, ReadRows: 77, Allocator: mem}
@@ -160,7 +159,7 @@ func TestWriteFileWholeOrNothing(t *testing.T) {
 	if _, err := Run(t.Context(), config(ref)); err != nil {
 		t.Fatal(err)
 	}
-	got, want := readTable(t, mem, out), readTable(t, mem, ref)
+	got, want := filetest.ReadWhole(t, mem, out), filetest.ReadWhole(t, mem, ref)
 	defer got.Release()
 	defer want.Release()
 	if !array.RecordEqual(got, want) {
@@ -177,33 +176,6 @@ func TestWriteFileWholeOrNothing(t *testing.T) {
 	}
 }
 
-// readTable reads a file whole into one record.
-func readTable(t *testing.T, mem memory.Allocator, path string) arrow.RecordBatch {
-	t.Helper()
-	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for rec, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	whole, err := dataset.Concat(mem, ds.Schema(), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return whole
-}
-
 // A fresh run writes its file output as it goes, with no merge; a run that
 // resumes merges its parts. Both write the same bytes, over several of the
 // output's row-group records (140,000 rows, records of 65,536): a run
@@ -213,21 +185,7 @@ func TestStreamedOutputIsTheMerged(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	input := filepath.Join(dir, "in.parquet")
-	w, err := sink.Create(input, dataset.TensorSchema(8), sink.WithAllocator(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, 140_000, 8, 4096, 1).Records()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := cpu.NewMLP([]int{8, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	input, m := faultInput(t, mem, dir, 140_000, 4096)
 	config := func(out string) Config {
 		return Config{Inputs: []string{input}, Output: out, Model: m, ModelID: "test", InputSize: 8,
 			Keep: []string{"id"}, BatchSize: 256, PartRows: 1 << 15, Allocator: mem}

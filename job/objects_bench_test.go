@@ -3,7 +3,6 @@
 package job_test
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,11 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/job"
-	"github.com/drainpipe/drainpipe/sink"
 )
 
 // BenchmarkJobS3VsLocal runs the same job, 200,000 rows of id + 64
@@ -35,20 +31,7 @@ func BenchmarkJobS3VsLocal(b *testing.B) {
 	srv := s3test.Start(b)
 	dir := srv.Bucket(b, "bench")
 	input := filepath.Join(dir, "in.parquet")
-	w, err := sink.Create(input, dataset.TensorSchema(features))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := dataset.Copy(w, dataset.UniformTensors(mem, rows, features, 4096, 1).Records()); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Commit(); err != nil {
-		b.Fatal(err)
-	}
-	m, err := cpu.NewMLP([]int{features, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := outputsInput(b, mem, input, rows, features)
 	local := b.TempDir()
 	// run returns the job's wall time, its process's CPU and the server's.
 	run := func(in, out string) (wall, cpu, server float64) {

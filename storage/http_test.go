@@ -15,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
@@ -125,36 +123,11 @@ func TestHTTPParquet(t *testing.T) {
 	dir := filepath.Join("..", "dataset", "fileset", "testdata", "writers", "files")
 	name := "arrowrs-list.parquet"
 	base := serveFiles(t, dir, false)
-	local := readAll(t, filepath.Join(dir, name))
-	remote := readAll(t, base+"/"+name)
+	local := filetest.ReadWhole(t, memory.DefaultAllocator, filepath.Join(dir, name))
+	defer local.Release()
+	remote := filetest.ReadWhole(t, memory.DefaultAllocator, base+"/"+name)
+	defer remote.Release()
 	if !array.RecordEqual(local, remote) || local.NumRows() == 0 {
 		t.Fatalf("%d rows over HTTP differ from the %d from disk", remote.NumRows(), local.NumRows())
 	}
-}
-
-// readAll reads a file whole into one record (the records' division
-// differs by reader: a local file's row groups are decoded side by side).
-func readAll(t *testing.T, name string) arrow.RecordBatch {
-	t.Helper()
-	ds, err := fileset.Read([]string{name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for rec, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	whole, err := dataset.Concat(memory.DefaultAllocator, ds.Schema(), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.Release()
-	}
-	t.Cleanup(whole.Release)
-	return whole
 }

@@ -8,13 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 )
 
@@ -41,7 +39,7 @@ func TestPredictFromS3(t *testing.T) {
 	}
 	// The same predictions; the files differ only in the job's
 	// fingerprint, which names the inputs.
-	if a, b := table(t, local), table(t, remote); !array.RecordEqual(a, b) {
+	if !sameTable(t, local, remote) {
 		t.Fatal("the predictions of the S3 inputs differ from the local inputs'")
 	}
 	stdout, _, err = drainpipe("inspect", srv.URL("data", "in-1.parquet"))
@@ -56,7 +54,7 @@ func TestPredictFromS3(t *testing.T) {
 		if err != nil || !strings.Contains(stdout, "rows=3000 ") {
 			t.Fatalf("%s: %v\n%s%s", out, err, stdout, stderr)
 		}
-		if a, b := table(t, local), table(t, srv.URL("data", out)); !array.RecordEqual(a, b) {
+		if !sameTable(t, local, srv.URL("data", out)) {
 			t.Fatalf("%s: the predictions written to S3 differ from the local job's", out)
 		}
 		// The statistics give each input object's requests and bytes.
@@ -108,36 +106,21 @@ func TestKilledS3JobResumesExactlyOnce(t *testing.T) {
 	}
 }
 
-// table reads a file whole into one record.
-func table(t *testing.T, path string) arrow.RecordBatch {
-	t.Helper()
-	ds, err := fileset.Read([]string{path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for rec, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	whole, err := dataset.Concat(memory.DefaultAllocator, ds.Schema(), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.Release()
-	}
-	t.Cleanup(whole.Release)
-	return whole
-}
-
 // redactedURL is the URL of a key as the statistics name it: the query
 // sorted, as net/url encodes it.
 func redactedURL(srv *s3test.Server, bucket, key string) string {
 	u, _ := url.Parse(srv.URL(bucket, key))
 	u.RawQuery = u.Query().Encode()
 	return u.String()
+}
+
+// sameTable reports whether two files hold the same table, whatever their
+// division into records.
+func sameTable(t *testing.T, a, b string) bool {
+	t.Helper()
+	ta := filetest.ReadWhole(t, memory.DefaultAllocator, a)
+	defer ta.Release()
+	tb := filetest.ReadWhole(t, memory.DefaultAllocator, b)
+	defer tb.Release()
+	return array.RecordEqual(ta, tb)
 }
