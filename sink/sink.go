@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -82,9 +84,15 @@ type Writer struct {
 		Write(arrow.RecordBatch) error
 		Close() error
 	}
-	write     func(arrow.RecordBatch) error // enc's Write, or Parquet's WriteBuffered
+	write     func(arrow.RecordBatch) error // enc's Write, or Parquet's writeParquet
 	overwrite bool
 	done      bool
+
+	// Parquet: the row group being written, its rows, and the rows a
+	// group holds.
+	pq                  *pqarrow.FileWriter
+	inGroup, groupLimit int64
+	mem                 memory.Allocator
 }
 
 // Create starts writing records of schema to path, a local path or an
@@ -123,15 +131,13 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 	case format.Parquet:
 		// Dictionaries do not pay off on float features and predictions;
 		// hashing every value made writes 40% slower.
+		w.groupLimit, w.mem = cmp.Or(max(c.groupRows, 0), rowGroupRows(schema)), c.mem
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
-			parquet.WithMaxRowGroupLength(cmp.Or(max(c.groupRows, 0), rowGroupRows(schema))))
-		var fw *pqarrow.FileWriter
-		fw, err = pqarrow.NewFileWriter(schema, keepOpen{out}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
+			parquet.WithMaxRowGroupLength(w.groupLimit))
+		w.pq, err = pqarrow.NewFileWriter(schema, keepOpen{out}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(c.mem)))
 		if err == nil {
-			// Buffered: row groups depend on the rows alone, not on how
-			// they arrive in records.
-			w.enc, w.write = fw, fw.WriteBuffered
+			w.enc, w.write = w.pq, w.writeParquet
 		}
 	case format.IPCFile:
 		w.enc, err = ipc.NewFileWriter(keepOpen{out}, ipc.WithSchema(schema), ipc.WithAllocator(c.mem))
@@ -184,6 +190,95 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		return fmt.Errorf("sink: %s: %w", w.path, err)
 	}
 	return nil
+}
+
+// writeParquet writes rec into row groups of groupLimit rows, buffered, so
+// the groups depend on the rows alone, not on how they arrive in records.
+// It cuts rec at the groups' boundaries itself, and hands the encoder no
+// fixed_size_list at an offset: arrow-go's Parquet writer (v18.8.0) writes
+// such a slice's values from its parent's first row, so every row group
+// after the first would repeat the first's tensors.
+func (w *Writer) writeParquet(rec arrow.RecordBatch) error {
+	n := rec.NumRows()
+	if n == 0 {
+		return w.pq.WriteBuffered(rec)
+	}
+	for off := int64(0); off < n; {
+		if w.inGroup == w.groupLimit {
+			if err := w.pq.NewBufferedRowGroupChecked(); err != nil {
+				return err
+			}
+			w.inGroup = 0
+		}
+		k := min(n-off, w.groupLimit-w.inGroup)
+		part := rec
+		if off > 0 || k < n {
+			part = rec.NewSlice(off, off+k)
+		} else {
+			part.Retain()
+		}
+		part, err := atZeroOffset(w.mem, part)
+		if err != nil {
+			return err
+		}
+		err = w.pq.WriteBuffered(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+		w.inGroup += k
+		off += k
+	}
+	return nil
+}
+
+// atZeroOffset returns rec, which it takes, with every column that holds
+// a fixed_size_list at an offset copied to one at offset 0.
+func atZeroOffset(mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if !slices.ContainsFunc(rec.Columns(), fixedListAtOffset) {
+		return rec, nil
+	}
+	defer rec.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, c := range rec.Columns() {
+		if !fixedListAtOffset(c) {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		copied, err := array.Concatenate([]arrow.Array{c}, mem)
+		if err != nil {
+			return nil, fmt.Errorf("sink: column %q: %w", rec.ColumnName(i), err)
+		}
+		cols[i] = copied
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()), nil
+}
+
+// fixedListAtOffset reports whether arr is, or holds, a fixed_size_list
+// whose data starts at an offset.
+func fixedListAtOffset(arr arrow.Array) bool {
+	return dataFixedListAtOffset(arr.Data(), false)
+}
+
+func dataFixedListAtOffset(d arrow.ArrayData, parentOffset bool) bool {
+	at := parentOffset || d.Offset() != 0
+	if _, ok := d.DataType().(*arrow.FixedSizeListType); ok && at {
+		return true
+	}
+	for _, child := range d.Children() {
+		if dataFixedListAtOffset(child, at) {
+			return true
+		}
+	}
+	return false
 }
 
 // parquetGroupValues is about the most leaf values a Parquet row group

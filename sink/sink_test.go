@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,6 +158,34 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)
 		}
+		// Every value as written: arrow-go's writer, handed a tensor
+		// slice at an offset, writes its parent's first rows instead.
+		ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var values []float32
+		var ids []int64
+		for r, err := range ds.Records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := tensor.Float32(r.Column(1), 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			values = append(values, x...)
+			ids = append(ids, arrowtest.Int64s(t, "id", r)...)
+		}
+		want, _ := tensor.Float32(whole.Column(1), 3)
+		if len(ids) != rows || !slices.Equal(ids, arrowtest.Int64s(t, "id", whole)) {
+			t.Fatalf("%d ids read back, want %d in order", len(ids), rows)
+		}
+		for i := range values {
+			if math.Float32bits(values[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("row %d (id %d): value %d is %v, want %v", i/3, ids[i/3], i%3, values[i], want[i])
+			}
+		}
 		pf, err := file.OpenParquetFile(path, false)
 		if err != nil {
 			t.Fatal(err)
@@ -178,5 +207,10 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 	got := groups(func(int) int { return 777 }, sink.WithRowGroupRows(100_000))
 	if !slices.Equal(got, []int64{100_000, 100_000, 100_000}) {
 		t.Fatalf("WithRowGroupRows(100000): row groups %v", got)
+	}
+	// Records of the job's batch size, across group boundaries.
+	got = groups(func(int) int { return 256 }, sink.WithRowGroupRows(1000))
+	if len(got) != 300 || got[0] != 1000 {
+		t.Fatalf("WithRowGroupRows(1000), records of 256: row groups %v", got[:3])
 	}
 }
