@@ -43,6 +43,17 @@ type Config struct {
 	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
 	// files of many row groups split into several shards.
 	RowsPerShard int64
+
+	// SetAside, if set, is a folder (a path or URL) where each shard writes
+	// the rows it cannot predict, a file named as its output file, with
+	// their keys, source file, file row, column and reason, and goes on
+	// (job.Config.SetAside). Empty: such a row fails its shard.
+	SetAside string
+	// ReadRows, CSVSample and MaxMemory are how a shard reads its input
+	// (job.Config's); 0 keeps the defaults.
+	ReadRows  int
+	CSVSample int
+	MaxMemory int64
 }
 
 // Result is one committed shard.
@@ -50,6 +61,9 @@ type Result struct {
 	Shard Shard
 	File  string // output file name in the output folder
 	Rows  int64  // rows written
+	// RowsSetAside is the rows written to the file of the same name in
+	// the SetAside folder.
+	RowsSetAside int64
 	// WallNanos is the shard's job, SessionStartNanos the part of it spent
 	// starting its device sessions.
 	WallNanos, SessionStartNanos int64
@@ -58,10 +72,14 @@ type Result struct {
 // Manifest is the output folder's _manifest.json, written once every shard
 // has committed.
 type Manifest struct {
-	Inputs []string         `json:"inputs"`
-	Model  string           `json:"model"`
-	Rows   int64            `json:"rows"`
-	Parts  []ManifestRecord `json:"parts"`
+	Inputs []string `json:"inputs"`
+	Model  string   `json:"model"`
+	Rows   int64    `json:"rows"`
+	// SetAside is Config.SetAside and RowsSetAside the rows set aside in
+	// it: with Rows, every input row.
+	SetAside     string           `json:"set_aside,omitempty"`
+	RowsSetAside int64            `json:"rows_set_aside,omitempty"`
+	Parts        []ManifestRecord `json:"parts"`
 }
 
 // ManifestRecord is one output file of the manifest: its name and rows,
@@ -69,8 +87,9 @@ type Manifest struct {
 // holds.
 type ManifestRecord struct {
 	storage.ManifestPart
-	Input string `json:"input"`
-	Shard string `json:"shard"` // "i/n" of the input's row groups
+	Input        string `json:"input"`
+	Shard        string `json:"shard"` // "i/n" of the input's row groups
+	RowsSetAside int64  `json:"rows_set_aside,omitempty"`
 }
 
 // ManifestName and SuccessName are the files the last step writes: the
@@ -116,6 +135,11 @@ type expandFn struct{ Cfg Config }
 func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard)) error {
 	if err := storage.MkdirAll(f.Cfg.Output); err != nil {
 		return fmt.Errorf("dpbeam: output: %w", err)
+	}
+	if f.Cfg.SetAside != "" {
+		if err := storage.MkdirAll(f.Cfg.SetAside); err != nil {
+			return fmt.Errorf("dpbeam: set aside: %w", err)
+		}
 	}
 	store := storage.NewOpener()
 	defer store.Close()
@@ -171,20 +195,25 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 	timed := &timedModel{Model: m.Device}
 	// Written once, whole or not at all: Beam retries a failed shard
 	// whole, and its file's name is its own, so no lock, parts or merge.
-	sum, err := job.WriteFile(ctx, job.Config{
+	cfg := job.Config{
 		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
 		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
 		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Gather: f.Cfg.Features, Keep: f.Cfg.Keep,
 		BatchSize: f.Cfg.BatchSize, Shard: fileset.Shard{Index: sh.Index, Count: sh.Count},
+		ReadRows: f.Cfg.ReadRows, CSVSample: f.Cfg.CSVSample, MaxMemory: f.Cfg.MaxMemory,
 		Logger: slog.Default().With("shard", sh.Name()),
-	})
+	}
+	if f.Cfg.SetAside != "" {
+		cfg.SetAside = storage.Join(f.Cfg.SetAside, sh.Name())
+	}
+	sum, err := job.WriteFile(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("dpbeam: shard %s: %w", sh.describe(), err)
 	}
-	if sh.Rows >= 0 && sum.Rows != sh.Rows {
-		return fmt.Errorf("%w: shard %s wrote %d rows, its metadata declares %d", ErrRowsLost, sh.describe(), sum.Rows, sh.Rows)
+	if sh.Rows >= 0 && sum.Rows+sum.RowsSetAside != sh.Rows {
+		return fmt.Errorf("%w: shard %s wrote %d rows and set %d aside, its metadata declares %d", ErrRowsLost, sh.describe(), sum.Rows, sum.RowsSetAside, sh.Rows)
 	}
-	emit(Result{Shard: sh, File: sh.Name(), Rows: sum.Rows, WallNanos: int64(sum.Wall),
+	emit(Result{Shard: sh, File: sh.Name(), Rows: sum.Rows, RowsSetAside: sum.RowsSetAside, WallNanos: int64(sum.Wall),
 		SessionStartNanos: timed.starting.Load()})
 	return nil
 }
@@ -193,7 +222,7 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 type manifestFn struct{ Cfg Config }
 
 func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Result) bool) error {
-	man := Manifest{Inputs: f.Cfg.Inputs, Model: f.Cfg.Model}
+	man := Manifest{Inputs: f.Cfg.Inputs, Model: f.Cfg.Model, SetAside: f.Cfg.SetAside}
 	var r Result
 	seen := map[string]bool{}
 	var wall, start time.Duration
@@ -203,8 +232,9 @@ func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Re
 		}
 		seen[r.File] = true
 		man.Parts = append(man.Parts, ManifestRecord{ManifestPart: storage.ManifestPart{File: r.File, Rows: r.Rows}, Input: r.Shard.Path,
-			Shard: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count)})
+			Shard: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count), RowsSetAside: r.RowsSetAside})
 		man.Rows += r.Rows
+		man.RowsSetAside += r.RowsSetAside
 		wall += time.Duration(r.WallNanos)
 		start += time.Duration(r.SessionStartNanos)
 	}

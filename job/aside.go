@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -32,7 +34,7 @@ type aside struct {
 	schema  *arrow.Schema // keys, source_file, file_row, column, reason
 	origins *fileset.Origins
 	mem     memory.Allocator
-	bad     map[origin]string // CSV values that did not parse
+	bad     map[origin]badValue // CSV values that did not parse
 }
 
 type asideRow struct {
@@ -40,6 +42,8 @@ type asideRow struct {
 	keys           arrow.RecordBatch // one row of the keep columns
 	column, reason string
 }
+
+type badValue struct{ column, reason string }
 
 type origin struct {
 	path string
@@ -58,7 +62,7 @@ func newAside(in *arrow.Schema, keep []string, origins *fileset.Origins, mem mem
 		arrow.Field{Name: "file_row", Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: "column", Type: arrow.BinaryTypes.String},
 		arrow.Field{Name: "reason", Type: arrow.BinaryTypes.String})
-	return &aside{keep: keep, schema: arrow.NewSchema(fields, nil), origins: origins, mem: mem, bad: map[origin]string{}}
+	return &aside{keep: keep, schema: arrow.NewSchema(fields, nil), origins: origins, mem: mem, bad: map[origin]badValue{}}
 }
 
 // badValue records a CSV value that did not parse; its row is set aside
@@ -67,7 +71,7 @@ func (a *aside) badValue(path string, fileRow int64, column string, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, seen := a.bad[origin{path, fileRow}]; !seen {
-		a.bad[origin{path, fileRow}] = fmt.Sprintf("column %q: %v", column, err)
+		a.bad[origin{path, fileRow}] = badValue{column, fmt.Sprintf("column %q: %v", column, err)}
 	}
 }
 
@@ -160,6 +164,27 @@ func appendValue(b array.Builder, arr arrow.Array, i int) error {
 // writePart writes the given rows to a set-aside part of the parts folder
 // and returns its size.
 func (a *aside) writePart(l layout, name string, rows []asideRow) (size int64, err error) {
+	return a.writeRows(l.path(name), l.store, true, rows)
+}
+
+// writeFile writes every row set aside, in row order, to c.SetAside (an
+// empty file if none was), whole or not at all, and returns their number.
+// With no aside (not SetAside mode) it does nothing.
+func (a *aside) writeFile(c *Config) (int64, error) {
+	if a == nil {
+		return 0, nil
+	}
+	rows := a.take(math.MaxInt64)
+	n := int64(len(rows))
+	if _, err := a.writeRows(c.SetAside, c.store, c.Overwrite, rows); err != nil {
+		return 0, fmt.Errorf("job: set aside: %w", err)
+	}
+	return n, nil
+}
+
+// writeRows writes rows, which it releases, to one file and returns its
+// size.
+func (a *aside) writeRows(path string, store *storage.Opener, overwrite bool, rows []asideRow) (size int64, err error) {
 	defer func() {
 		for _, r := range rows {
 			r.keys.Release()
@@ -170,7 +195,7 @@ func (a *aside) writePart(l layout, name string, rows []asideRow) (size int64, e
 		return 0, err
 	}
 	defer rec.Release()
-	w, err := sink.Create(l.path(name), a.schema, sink.WithAllocator(a.mem), sink.WithOverwrite(true), sink.WithOpener(l.store))
+	w, err := sink.Create(path, a.schema, sink.WithAllocator(a.mem), sink.WithOverwrite(overwrite), sink.WithOpener(store))
 	if err != nil {
 		return 0, err
 	}
@@ -240,10 +265,10 @@ func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []b
 		for i := range rows {
 			if o, ok := a.origins.Locate(ids.Value(i)); ok {
 				a.mu.Lock()
-				reason, found := a.bad[origin{o.Path, o.Row}]
+				v, found := a.bad[origin{o.Path, o.Row}]
 				a.mu.Unlock()
 				if found {
-					mark(i, "", reason)
+					mark(i, v.column, v.reason)
 				}
 			}
 		}
@@ -258,7 +283,7 @@ func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []b
 				}
 			}
 		}
-	} else if col := rec.Column(rec.Schema().FieldIndices(c.FeatureColumn)[0]); !goodTensor(col, c.InputSize) {
+	} else if col := rec.Column(rec.Schema().FieldIndices(c.FeatureColumn)[0]); !c.learnWidth(col) || !goodTensor(col, c.InputSize) {
 		for i := range rows {
 			one := array.NewSlice(col, int64(i), int64(i+1))
 			if _, err := tensor.Float32(one, c.InputSize); err != nil {
@@ -267,11 +292,42 @@ func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []b
 			one.Release()
 		}
 	}
+	if c.Label != "" {
+		if col := rec.Column(rec.Schema().FieldIndices(c.Label)[0]); col.NullN() > 0 {
+			for i := range rows {
+				if col.IsNull(i) {
+					perRow = append(perRow, badRow{i, c.Label, "null label"})
+				}
+			}
+		}
+	}
 	for _, b := range perRow {
 		mark(b.row, b.column, b.reason)
 	}
 	slices.SortStableFunc(bad, func(x, y badRow) int { return x.row - y.row })
 	return slices.CompactFunc(bad, func(x, y badRow) bool { return x.row == y.row })
+}
+
+// learnWidth sets InputSize, if 0 (Read with no width given), from col:
+// its type's, or its first row's with values. It reports whether the
+// width is known.
+func (c *Config) learnWidth(col arrow.Array) bool {
+	if c.InputSize > 0 {
+		return true
+	}
+	if w, err := tensor.Width(col.DataType()); err == nil && w > 0 {
+		c.InputSize = w
+		return true
+	}
+	if list, ok := col.(array.ListLike); ok {
+		for i := range col.Len() {
+			if b, e := list.ValueOffsets(i); col.IsValid(i) && e > b {
+				c.InputSize = int(e - b)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // goodTensor reports whether every row of col is a tensor of width values.

@@ -48,11 +48,19 @@ func writeListFeatures(t *testing.T, path string, start, n int, feat func(i int)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
+	writeForeign(t, path, rec)
+}
+
+// writeForeign writes rec to a Parquet file of row groups of 64 rows, as
+// other writers do: through arrow-go's writer, with no stored Arrow
+// schema.
+func writeForeign(t *testing.T, path string, rec arrow.RecordBatch) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(64)), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(64)), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

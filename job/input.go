@@ -84,7 +84,11 @@ func (c *Config) fail(phase string, n int) error {
 
 // features is the job's input recipe.
 func (c *Config) features() fileset.Features {
-	return fileset.Features{Column: c.FeatureColumn, Gather: c.Gather, Width: c.InputSize, Keep: c.Keep}
+	f := fileset.Features{Column: c.FeatureColumn, Gather: c.Gather, Width: c.InputSize, Keep: c.kept()}
+	if c.Label != "" {
+		f.Exclude = []string{c.Label}
+	}
+	return f
 }
 
 // dataset opens the input files, projected to the columns the job needs,

@@ -63,6 +63,10 @@ type Config struct {
 	FeatureColumn string
 	Gather        []string
 	Keep          []string // input columns written next to the predictions
+	// Label, if set, is a column passed through after Keep (an evaluation's
+	// labels) and never gathered as a feature; in SetAside mode a row
+	// whose label is null is set aside.
+	Label string
 
 	BatchSize int
 	PartRows  int // rows per durable part; rounded up to a multiple of BatchSize
@@ -109,6 +113,9 @@ type Config struct {
 
 	// badValue, in SetAside mode, takes CSV values that do not parse.
 	badValue func(path string, fileRow int64, column string, err error)
+
+	// readOnly marks a job that reads for a function (Read): no model.
+	readOnly bool
 
 	// store reads and writes the output, set for a run.
 	store *storage.Opener
@@ -165,10 +172,19 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Model == nil || c.InputSize <= 0 {
+	if !c.readOnly && (c.Model == nil || c.InputSize <= 0) {
 		return errors.New("job: a model and its input size are required")
 	}
 	return nil
+}
+
+// kept returns the input columns passed through beside the predictions:
+// Keep, then Label.
+func (c *Config) kept() []string {
+	if c.Label == "" {
+		return c.Keep
+	}
+	return append(slices.Clone(c.Keep), c.Label)
 }
 
 // IsFolder reports whether output names a folder output: it ends in a
@@ -290,7 +306,7 @@ func (c *Config) outputSchema(in *arrow.Schema) (*arrow.Schema, error) {
 		return nil, errors.New("job: the input has no rows and the model does not state its output schema")
 	}
 	var fields []arrow.Field
-	for _, k := range c.Keep {
+	for _, k := range c.kept() {
 		fields = append(fields, in.Field(in.FieldIndices(k)[0]))
 	}
 	return arrow.NewSchema(append(fields, m.OutputSchema().Fields()...), nil), nil
@@ -312,7 +328,7 @@ func (c *Config) fingerprint(files []string) (string, error) {
 		Gather, Keep           []string
 		Batch, PartRows, Shard string
 		SetAside               bool
-	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.Keep,
+	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(),
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
 	for _, f := range files {
 		if storage.IsURL(f) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -59,7 +60,7 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 		if c.SetAside == "" {
 			return in.ds
 		}
-		a = newAside(read.Schema(), c.Keep, origins, c.Allocator)
+		a = newAside(read.Schema(), c.kept(), origins, c.Allocator)
 		return c.screen(in.ds, a, gathered)
 	})
 	if err != nil {
@@ -69,47 +70,57 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 		defer a.release()
 	}
 	var stats predict.Stats
-	opts := append(slices.Clone(c.Predict),
-		predict.WithBatchSize(c.BatchSize),
-		predict.WithAllocator(c.Allocator),
-		predict.WithPassthrough(append(slices.Clone(c.Keep), rowColumn)...),
-		predict.WithLogger(c.Logger),
-		predict.WithStats(func(s predict.Stats) { stats = s }),
-		predict.WithPrefetch(c.Prefetch),
-		predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
-			return c.fail("predict", b.Index)
-		}}),
-	)
-	if a != nil {
-		opts = append(opts, predict.WithSetAside(a.predicted))
-	}
-	p, err := predict.New(c.Model, opts...)
-	if err != nil {
-		return nil, err
+	records := func(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] { return c.read(ctx, ds) }
+	if c.Model != nil {
+		opts := append(slices.Clone(c.Predict),
+			predict.WithBatchSize(c.BatchSize),
+			predict.WithAllocator(c.Allocator),
+			predict.WithPassthrough(append(slices.Clone(c.kept()), rowColumn)...),
+			predict.WithLogger(c.Logger),
+			predict.WithStats(func(s predict.Stats) { stats = s }),
+			predict.WithPrefetch(c.Prefetch),
+			predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
+				return c.fail("predict", b.Index)
+			}}),
+		)
+		if a != nil {
+			opts = append(opts, predict.WithSetAside(a.predicted))
+		}
+		p, err := predict.New(c.Model, opts...)
+		if err != nil {
+			return nil, err
+		}
+		// The channel form runs the device in a goroutine of its own, so
+		// writing a batch here overlaps with predicting the next.
+		records = func(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
+			return func(yield func(arrow.RecordBatch, error) bool) {
+				for res := range p.Predict(ctx, ds) {
+					yield(res.Record, res.Err) // drained whatever yield says: the device shuts down when it closes
+				}
+			}
+		}
 	}
 
-	// The channel form runs the device in a goroutine of its own, so
-	// writing a batch here overlaps with predicting the next.
 	w := open(a, ds.Schema())
 	resumed := skip - w.setAside() // rows written by the run resumed
 	done := resumed
 	running, stop := context.WithCancel(ctx)
 	defer stop()
 	var failed error
-	// in is read after the channel closes, when its reader has stopped.
-	for res := range p.Predict(running, ds) {
-		if res.Err != nil {
-			failed = res.Err
+	// in is read once the records end, when its reader has stopped.
+	for rec, err := range records(running) {
+		if err != nil {
+			failed = err
 			continue
 		}
 		if failed == nil {
-			if failed = w.write(res.Record); failed != nil {
-				stop() // the channel closes once the device is down
+			if failed = w.write(rec); failed != nil {
+				stop() // the records end once the device is down
 			} else {
-				done += res.Record.NumRows()
+				done += rec.NumRows()
 			}
 		}
-		res.Record.Release()
+		rec.Release()
 		if failed == nil && c.Progress != nil {
 			c.Progress(done, total)
 		}
@@ -147,28 +158,70 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 // that retries a failed piece of work whole and names its output
 // deterministically, such as a Beam shard, which together give exactly
 // once. The rows read, written and declared are checked as Run checks
-// them. SetAside and Resume are Run's; WriteFile refuses them.
+// them. With SetAside, the rows set aside are written to that file, whole,
+// before the output. Resume is Run's; WriteFile refuses it.
 func WriteFile(ctx context.Context, cfg Config) (*Summary, error) {
-	began := time.Now()
-	if err := cfg.defaults(); err != nil {
-		return nil, err
-	}
-	switch {
-	case cfg.SetAside != "" || cfg.Resume:
-		return nil, errors.New("job: WriteFile writes one file whole: SetAside and Resume are Run's")
-	case IsFolder(cfg.Output):
+	if IsFolder(cfg.Output) {
 		return nil, fmt.Errorf("job: WriteFile writes one file, not the folder %s", cfg.Output)
 	}
-	cfg.store = storage.NewOpener()
-	defer cfg.store.Close()
-	files, err := fileset.Expand(cfg.Inputs)
+	return cfg.whole(ctx, func(a *aside, read *arrow.Schema) output {
+		return &fileOutput{cfg: &cfg, read: read, aside: a}
+	})
+}
+
+// Each runs cfg's job as WriteFile does, but hands the predictions to fn
+// instead of writing a file: records of the Keep columns, the Label and
+// the model's outputs, one row an input row not set aside, in input
+// order, borrowed for the call. An error from fn ends the run with it;
+// one about a row of the record (a *device.RowError, Row counting within
+// it) is made to name the row's file and file row. cfg.Output must be
+// empty; SetAside is written as WriteFile writes it.
+func Each(ctx context.Context, cfg Config, fn func(arrow.RecordBatch) error) (*Summary, error) {
+	if cfg.Output != "" {
+		return nil, errors.New("job: Each hands the predictions to a function: Output must be empty")
+	}
+	return cfg.whole(ctx, func(a *aside, _ *arrow.Schema) output { return &funcOutput{fn: fn, aside: a, cfg: &cfg} })
+}
+
+// Read reads cfg's inputs as a job would before its model: fn gets
+// records of the feature column (InputSize values a row; 0 takes the
+// width of the first row), the Keep columns and the Label, in input
+// order, borrowed for the call, with SetAside's screening (rows whose
+// features or label are null or ragged, values that do not parse) done
+// and written as in WriteFile. cfg.Model and Output must be unset; it is
+// what a trainer reads.
+func Read(ctx context.Context, cfg Config, fn func(arrow.RecordBatch) error) (*Summary, error) {
+	if cfg.Model != nil || cfg.Output != "" {
+		return nil, errors.New("job: Read reads the inputs for a function: Model and Output must be unset")
+	}
+	cfg.readOnly = true
+	return cfg.whole(ctx, func(a *aside, _ *arrow.Schema) output { return &funcOutput{fn: fn, aside: a, cfg: &cfg} })
+}
+
+// whole runs the job with an output that is made whole at the end (no
+// parts, no resume).
+func (c *Config) whole(ctx context.Context, open func(a *aside, read *arrow.Schema) output) (*Summary, error) {
+	began := time.Now()
+	if err := c.defaults(); err != nil {
+		return nil, err
+	}
+	if c.Resume {
+		return nil, errors.New("job: Resume continues Run's parts; this job is written whole")
+	}
+	c.store = storage.NewOpener()
+	defer c.store.Close()
+	files, err := fileset.Expand(c.Inputs)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNotInput(cfg.Output, layout{}, files); err != nil {
-		return nil, err
+	for _, out := range []string{c.Output, c.SetAside} {
+		if out != "" {
+			if err := checkNotInput(out, layout{}, files); err != nil {
+				return nil, err
+			}
+		}
 	}
-	w, err := cfg.write(ctx, files, 0, func(_ *aside, read *arrow.Schema) output { return &fileOutput{cfg: &cfg, read: read} })
+	w, err := c.write(ctx, files, 0, open)
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +233,67 @@ func WriteFile(ctx context.Context, cfg Config) (*Summary, error) {
 	return w.sum, nil
 }
 
+// read yields ds's records, owned by the caller, until ctx ends: the
+// records of a job with no model.
+func (c *Config) read(ctx context.Context, ds *dataset.Dataset) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range ds.Records() {
+			if err == nil {
+				err = context.Cause(ctx)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			rec.Retain()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+// funcOutput hands the records, without rowColumn, to a function.
+type funcOutput struct {
+	cfg    *Config
+	fn     func(arrow.RecordBatch) error
+	aside  *aside // SetAside mode, else nil
+	schema *arrow.Schema
+	asides int64
+}
+
+func (o *funcOutput) write(rec arrow.RecordBatch) error {
+	if o.schema == nil {
+		o.schema = predictionSchema(rec.Schema())
+	}
+	out := predictions(rec, o.schema)
+	defer out.Release()
+	err := o.fn(out)
+	// A row of out is a row of rec: moved on to its dataset row, the
+	// error names its file and file row.
+	if re := (*dataset.RowError)(nil); errors.As(err, &re) && re.Row >= 0 && re.Row < rec.NumRows() {
+		rows := rec.Column(rec.Schema().FieldIndices(rowColumn)[0]).(*array.Int64)
+		return &dataset.RowError{Row: rows.Value(int(re.Row)), Err: err}
+	}
+	return err
+}
+
+func (o *funcOutput) finish(int64) (err error) {
+	o.asides, err = o.aside.writeFile(o.cfg)
+	return err
+}
+
+func (o *funcOutput) abort()          {}
+func (o *funcOutput) setAside() int64 { return o.asides }
+
 // fileOutput writes the predictions, without rowColumn, to one file.
 type fileOutput struct {
 	cfg    *Config
 	read   *arrow.Schema // the input's
 	schema *arrow.Schema // of the rows written
 	w      *sink.Writer
+	aside  *aside // SetAside mode, else nil
+	asides int64  // rows set aside and written
 }
 
 func (o *fileOutput) create(schema *arrow.Schema) error {
@@ -208,7 +316,11 @@ func (o *fileOutput) write(rec arrow.RecordBatch) error {
 	return o.w.Write(out)
 }
 
-func (o *fileOutput) finish(int64) error {
+func (o *fileOutput) finish(int64) (err error) {
+	if o.asides, err = o.aside.writeFile(o.cfg); err != nil {
+		o.abort()
+		return err
+	}
 	if o.w == nil {
 		// No row: an empty file of the schema the model states.
 		schema, err := o.cfg.outputSchema(o.read)
@@ -228,7 +340,7 @@ func (o *fileOutput) abort() {
 	}
 }
 
-func (o *fileOutput) setAside() int64 { return 0 }
+func (o *fileOutput) setAside() int64 { return o.asides }
 
 // predictionSchema is the schema of what the write layer hands an output,
 // without rowColumn: what the output file holds.

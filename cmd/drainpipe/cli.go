@@ -13,6 +13,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/job"
 )
 
 // noArgs refuses positional arguments; listFlag names the flag a file
@@ -96,7 +98,9 @@ type inputFlags struct {
 	shard            onceFlag
 	readRows         int
 	csvSample        int
-	maxMemory        byteSize
+	maxMemory        cliflag.Bytes
+	setAside         string
+	quiet            bool
 }
 
 // add defines the flags on fs; defaultColumn is --feature-column's default.
@@ -109,6 +113,16 @@ func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
 	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	fs.IntVar(&f.csvSample, "csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
+	fs.StringVar(&f.setAside, "set-aside", "", "write rows that cannot be used (null or ragged features, a null label, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the run)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
+}
+
+// progress returns a progress display on w, or nil with --quiet.
+func (f *inputFlags) progress(w io.Writer, verb string) *progress {
+	if f.quiet {
+		return nil
+	}
+	return newProgress(w, verb)
 }
 
 // options returns the reading options the flags ask for, and the shard.
@@ -122,6 +136,18 @@ func (f *inputFlags) options() ([]fileset.Option, fileset.Shard, error) {
 	}
 	return []fileset.Option{fileset.WithShard(shard), fileset.WithReadRows(f.readRows), fileset.WithCSVSample(f.csvSample),
 		fileset.WithMaxMemory(int64(f.maxMemory))}, shard, nil
+}
+
+// job returns the job's input settings the flags ask for: the files,
+// the feature column (or the columns gathered into it), the label if one,
+// how the files are read, and the rows set aside.
+func (f *inputFlags) job(column, label string) (job.Config, error) {
+	_, shard, err := f.options()
+	if err != nil {
+		return job.Config{}, err
+	}
+	return job.Config{Inputs: f.inputs, FeatureColumn: column, Gather: f.features, Label: label,
+		ReadRows: f.readRows, Shard: shard, CSVSample: f.csvSample, MaxMemory: int64(f.maxMemory), SetAside: f.setAside}, nil
 }
 
 // checkOutput refuses to replace an existing file without --overwrite, as

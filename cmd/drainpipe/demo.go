@@ -64,7 +64,7 @@ func demoCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		prog := newProgress(stderr)
+		prog := newProgress(stderr, "predicting")
 		sum, err := job.Run(ctx, job.Config{
 			Inputs: []string{input}, Output: output, Resume: true,
 			Model: m.model, ModelID: m.id, InputSize: m.inputSize, Keep: []string{"id"}, BatchSize: 256, Prefetch: -1,

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -20,16 +20,19 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
+	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 )
 
 // evalReport is what eval prints, and writes with --json.
 type evalReport struct {
-	Model     string             `json:"model"`
-	Label     string             `json:"label"`
-	Rows      int64              `json:"rows"`
-	Metrics   map[string]float64 `json:"metrics"`
-	Confusion [][]int64          `json:"confusion,omitempty"` // row = label, column = predicted class
+	Model string `json:"model"`
+	Label string `json:"label"`
+	Rows  int64  `json:"rows"`
+	// RowsSetAside is the rows --set-aside took out of the metrics.
+	RowsSetAside int64              `json:"rows_set_aside,omitempty"`
+	Metrics      map[string]float64 `json:"metrics"`
+	Confusion    [][]int64          `json:"confusion,omitempty"` // row = label, column = predicted class
 }
 
 const evalLong = `Exact metrics of a classifier, or of a regression output, over every row,
@@ -53,7 +56,7 @@ func evalCommand() *cobra.Command {
 	jsonPath := fs.String("json", "", "also write the report to this JSON file")
 	value := fs.String("value", "", "evaluate this regression output (mean squared and absolute error) instead of class probabilities (default \"value\" when the model has no class probabilities)")
 	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
-	overwrite := fs.Bool("overwrite", false, "replace the --json file and the --plot images if they exist")
+	overwrite := fs.Bool("overwrite", false, "replace the --json file, the --plot images and the --set-aside file if they exist")
 	normalized := fs.Bool("normalize", false, "draw the confusion matrix with each label's row as fractions (its recall on the diagonal)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout := c.Context(), c.OutOrStdout()
@@ -65,38 +68,23 @@ func evalCommand() *cobra.Command {
 		case *label == "":
 			return usageError(fmt.Errorf("eval: --label is required"))
 		}
-		opts, _, err := in.options()
-		if err != nil {
+		if _, _, err := in.options(); err != nil {
 			return err
 		}
-		if *jsonPath != "" {
-			if err := checkOutput("--json", *jsonPath, *overwrite); err != nil {
-				return fmt.Errorf("eval: %w", err)
+		outputs := [][2]string{{"--json", *jsonPath}, {"--set-aside", in.setAside}}
+		for _, name := range plotNames {
+			if *plotDir != "" {
+				outputs = append(outputs, [2]string{"--plot", filepath.Join(*plotDir, name)})
 			}
 		}
-		if *plotDir != "" {
-			for _, name := range plotNames {
-				if err := checkOutput("--plot", filepath.Join(*plotDir, name), *overwrite); err != nil {
+		for _, out := range outputs {
+			if out[1] != "" {
+				if err := checkOutput(out[0], out[1], *overwrite); err != nil {
 					return fmt.Errorf("eval: %w", err)
 				}
 			}
 		}
 		m, err := loadModel(*modelPath, in.featureCol)
-		if err != nil {
-			return err
-		}
-		column := cmp.Or(in.featureCol, m.feature, cpu.DefaultFeature)
-		var origins fileset.Origins
-		// The label is never a feature, whatever the patterns match.
-		feat := fileset.Features{Column: column, Gather: in.features, Width: m.inputSize, Keep: []string{*label}, Exclude: []string{*label}}
-		set, err := fileset.Open(in.inputs, append(append(feat.Options(), opts...), fileset.WithOrigins(&origins))...)
-		if err != nil {
-			return err
-		}
-		ds, err := feat.Dataset(set, memory.DefaultAllocator, nil)
-		if errors.Is(err, fileset.ErrKeep) {
-			return fmt.Errorf("eval: --label %q: %w", *label, err)
-		}
 		if err != nil {
 			return err
 		}
@@ -107,14 +95,34 @@ func evalCommand() *cobra.Command {
 		if *plotDir != "" && plan.k == 0 {
 			return fmt.Errorf("eval: --plot draws a classifier's plots; %q is a regression output", plan.value)
 		}
-		out, err := plan.run(ctx, m.model, ds, *label,
-			predict.WithBatchSize(*batch), predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions)))
-		if located := origins.LocateError(err, 0); located != err {
-			return fmt.Errorf("eval: %w", located)
-		}
+		ev, err := eval.NewEvaluation(*label, plan.metrics)
 		if err != nil {
 			return err
 		}
+		cfg, err := in.job(cmp.Or(in.featureCol, m.feature, cpu.DefaultFeature), *label)
+		if err != nil {
+			return err
+		}
+		cfg.Model, cfg.ModelID, cfg.InputSize = m.model, m.id, m.inputSize
+		cfg.BatchSize, cfg.Overwrite = *batch, *overwrite
+		cfg.Predict = []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))}
+		cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		prog := in.progress(c.ErrOrStderr(), "evaluating")
+		if prog != nil {
+			cfg.Progress = prog.update
+		}
+		sum, err := job.Each(ctx, cfg, ev.Update)
+		if prog != nil {
+			prog.finish()
+		}
+		if errors.Is(err, fileset.ErrKeep) {
+			return fmt.Errorf("eval: --label %q: %w", *label, err)
+		}
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		out := plan.report(ev.Report())
+		out.Label, out.RowsSetAside = *label, sum.RowsSetAside
 		out.Model = *modelPath
 		printEval(stdout, out)
 		if *jsonPath != "" {
@@ -192,7 +200,14 @@ func (p *evalPlan) run(ctx context.Context, m device.Model, ds *dataset.Dataset,
 	if err != nil {
 		return evalReport{}, err
 	}
-	out := evalReport{Label: label, Rows: report.Rows, Metrics: report.Values}
+	out := p.report(report)
+	out.Label = label
+	return out, nil
+}
+
+// report is what eval prints and writes of the metrics' values.
+func (p *evalPlan) report(report *eval.Report) evalReport {
+	out := evalReport{Rows: report.Rows, Metrics: report.Values}
 	if p.k > 0 {
 		delete(report.Values, p.top.Name())
 		delete(report.Values, p.conf.Name()) // the accuracy again
@@ -211,7 +226,7 @@ func (p *evalPlan) run(ctx context.Context, m device.Model, ds *dataset.Dataset,
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // rocCurves returns the ROC metrics to draw: the binary one, or each
@@ -228,6 +243,9 @@ func (p *evalPlan) rocCurves() []*eval.ROCAUCMetric {
 func printEval(w io.Writer, r evalReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "rows\t%d\t\n", r.Rows)
+	if r.RowsSetAside > 0 {
+		fmt.Fprintf(tw, "set_aside\t%d\t\n", r.RowsSetAside)
+	}
 	for _, name := range []string{"accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_binary", "recall_binary", "f1_binary", "log_loss", "roc_auc", "roc_auc_ovr", "mse", "mae"} {
 		if v, ok := r.Metrics[name]; ok {
 			fmt.Fprintf(tw, "%s\t%.4f\t\n", name, v)

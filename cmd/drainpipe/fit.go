@@ -17,9 +17,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/eval"
+	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -60,27 +60,36 @@ func fitCommand() *cobra.Command {
 		if err := checkOutput("--output", *output, *overwrite); err != nil {
 			return fmt.Errorf("fit: %w", err)
 		}
-		opts, _, err := in.options()
-		if err != nil {
-			return err
+		if in.setAside != "" {
+			if err := checkOutput("--set-aside", in.setAside, *overwrite); err != nil {
+				return fmt.Errorf("fit: %w", err)
+			}
 		}
-		var origins fileset.Origins
 		column := in.featureCol
-		// The label is never a feature, whatever the patterns match.
-		feat := fileset.Features{Column: column, Gather: in.features, Keep: []string{*label}, Exclude: []string{*label}}
-		set, err := fileset.Open(in.inputs, append(append(feat.Options(), opts...), fileset.WithOrigins(&origins))...)
+		cfg, err := in.job(column, *label)
 		if err != nil {
 			return err
 		}
-		mem := memory.DefaultAllocator
-		ds, err := feat.Dataset(set, mem, nil)
+		cfg.BatchSize, cfg.Overwrite = 256, *overwrite
+		prog := in.progress(stderr, "reading")
+		if prog != nil {
+			cfg.Progress = prog.update
+		}
+		rows := &labelledRows{label: *label, column: column}
+		sum, err := job.Read(ctx, cfg, rows.add)
+		if prog != nil {
+			prog.finish()
+		}
 		if err != nil {
 			return fmt.Errorf("fit: %w", err)
 		}
-		x, labels, width, err := readLabelled(ds, *label, column, &origins)
-		if err != nil {
-			return err
+		if sum.RowsSetAside > 0 {
+			fmt.Fprintf(stderr, "drainpipe: fit: %d rows set aside in %s\n", sum.RowsSetAside, in.setAside)
 		}
+		if len(rows.labels) == 0 {
+			return fmt.Errorf("fit: the input has no rows")
+		}
+		x, labels, width := rows.x, rows.labels, rows.width
 		classes := slices.Max(labels) + 1
 		n := len(labels)
 		x, labels, fitted := stratify(x, labels, width, classes, *holdout, *seed)
@@ -102,7 +111,7 @@ func fitCommand() *cobra.Command {
 		if fitted == n {
 			return nil
 		}
-		held, err := heldOut(mem, x[fitted*width:], labels[fitted:], width, column, *label)
+		held, err := heldOut(memory.DefaultAllocator, x[fitted*width:], labels[fitted:], width, column, *label)
 		if err != nil {
 			return err
 		}
@@ -122,59 +131,51 @@ func fitCommand() *cobra.Command {
 	return c
 }
 
-// readLabelled reads every row's features (row-major) and class label.
-func readLabelled(ds *dataset.Dataset, label, column string, origins *fileset.Origins) (x []float64, labels []int, width int, err error) {
-	li := ds.Schema().FieldIndices(label)[0]
-	fi := ds.Schema().FieldIndices(column)[0]
-	row := int64(0)
-	for rec, err := range ds.Records() {
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		col := rec.Column(fi)
-		if width == 0 {
-			if list, ok := col.(array.ListLike); ok && rec.NumRows() > 0 {
-				b, e := list.ValueOffsets(0)
-				width = int(e - b)
-			}
-		}
-		vals, err := tensor.Float32(col, width)
-		if err != nil {
-			return nil, nil, 0, located(err, origins, row, column)
-		}
-		for _, v := range vals {
-			x = append(x, float64(v))
-		}
-		// eval's reading of a label column: integers or bool, no nulls.
-		classes, err := (&eval.Batch{Labels: rec.Column(li)}).LabelClasses()
-		if err != nil {
-			return nil, nil, 0, located(err, origins, row, label)
-		}
-		for i, l := range classes {
-			if l < 0 {
-				return nil, nil, 0, located(&eval.RowError{Row: int64(i), Err: fmt.Errorf("label %d, want a class number from 0", l)}, origins, row, label)
-			}
-			labels = append(labels, int(l))
-		}
-		row += rec.NumRows()
-	}
-	if len(labels) == 0 {
-		return nil, nil, 0, fmt.Errorf("fit: the input has no rows")
-	}
-	return x, labels, width, nil
+// labelledRows collects every row's features (row-major) and class label.
+type labelledRows struct {
+	label, column string
+	x             []float64
+	labels        []int
+	width         int
 }
 
-// located names the file and file row of an error about a row of the
-// record that starts at dataset row start; an error about no one row
-// (a label column's type) names the column alone.
-func located(err error, origins *fileset.Origins, start int64, column string) error {
+// add takes a record's rows; an error about a row counts it within rec.
+func (l *labelledRows) add(rec arrow.RecordBatch) error {
+	col := rec.Column(rec.Schema().FieldIndices(l.column)[0])
+	if l.width == 0 {
+		if list, ok := col.(array.ListLike); ok && rec.NumRows() > 0 {
+			b, e := list.ValueOffsets(0)
+			l.width = int(e - b)
+		}
+	}
+	vals, err := tensor.Float32(col, l.width)
+	if err != nil {
+		return columnError(err, l.column)
+	}
+	for _, v := range vals {
+		l.x = append(l.x, float64(v))
+	}
+	// eval's reading of a label column: integers or bool, no nulls.
+	classes, err := (&eval.Batch{Labels: rec.Column(rec.Schema().FieldIndices(l.label)[0])}).LabelClasses()
+	if err != nil {
+		return columnError(err, l.label)
+	}
+	for i, c := range classes {
+		if c < 0 {
+			return &eval.RowError{Row: int64(i), Column: l.label, Err: fmt.Errorf("label %d, want a class number from 0", c)}
+		}
+		l.labels = append(l.labels, int(c))
+	}
+	return nil
+}
+
+// columnError names the column of an error about one row; one about no
+// row (the column's type) names the column in its text.
+func columnError(err error, column string) error {
 	if re := (*dataset.RowError)(nil); errors.As(err, &re) {
-		err = &dataset.RowError{Row: re.Row, Column: column, Err: err}
+		return &dataset.RowError{Row: re.Row, Column: column, Err: err}
 	}
-	if located := origins.LocateError(err, start); located != err {
-		return fmt.Errorf("fit: %w", located)
-	}
-	return fmt.Errorf("fit: column %q: %w", column, err)
+	return fmt.Errorf("column %q: %w", column, err)
 }
 
 // heldOut builds the held-out rows as one record of the label and the

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
@@ -225,4 +228,59 @@ func TestFitHoldOutIsStratified(t *testing.T) {
 	if _, stderr, err := drainpipe("fit", "--input", input, "--label", "y", "--features", "f*", "--output", filepath.Join(dir, "m.onnx")); err == nil || !strings.Contains(stderr, "named .dpmlp") {
 		t.Fatalf("fit to .onnx: %v %s", err, stderr)
 	}
+}
+
+// --set-aside on eval and fit, as on predict: a blank label and a value
+// that does not parse go to the file with their file row, column and
+// reason, and the other rows are evaluated (fitted); --quiet holds the
+// progress back; the file is not replaced without --overwrite.
+func TestEvalAndFitSetAside(t *testing.T) {
+	input := separable(t, 300, 123)
+	lines := strings.Split(string(arrowtest.ReadFile(t, input)), "\n")
+	lines[1+40] = "x," + strings.SplitN(lines[1+40], ",", 2)[1]
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.dpmlp")
+	fitAside, evalAside := filepath.Join(dir, "fit-aside.parquet"), filepath.Join(dir, "eval-aside.parquet")
+	want := []string{"40 f0", "123 y"}
+	stdout, stderr, err := drainpipe("fit", "--input", input, "--label", "y", "--features", "f*", "--output", model, "--set-aside", fitAside, "--quiet")
+	if err != nil || !strings.Contains(stderr, "2 rows set aside") || !strings.Contains(stdout, "held out: 60 rows") {
+		t.Fatalf("fit: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if got := asideRows(t, fitAside); !slices.Equal(got, want) {
+		t.Fatalf("fit set aside %q, want %q", got, want)
+	}
+	stdout, stderr, err = drainpipe("eval", "--model", model, "--input", input, "--label", "y", "--features", "f*", "--set-aside", evalAside, "--quiet")
+	if err != nil || !regexp.MustCompile(`rows +298\b`).MatchString(stdout) || !regexp.MustCompile(`set_aside +2\b`).MatchString(stdout) || stderr != "" {
+		t.Fatalf("eval: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if got := asideRows(t, evalAside); !slices.Equal(got, want) {
+		t.Fatalf("eval set aside %q, want %q", got, want)
+	}
+	_, stderr, err = drainpipe("eval", "--model", model, "--input", input, "--label", "y", "--features", "f*", "--set-aside", evalAside)
+	if err == nil || !strings.Contains(stderr, "--overwrite") {
+		t.Fatalf("eval replaced its --set-aside file: %v\n%s", err, stderr)
+	}
+}
+
+// asideRows returns a set-aside file's rows as "file_row column".
+func asideRows(t *testing.T, path string) []string {
+	t.Helper()
+	ds, err := fileset.Read([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, cols := rec.Column(rec.Schema().FieldIndices("file_row")[0]), rec.Column(rec.Schema().FieldIndices("column")[0])
+		for i := range int(rec.NumRows()) {
+			out = append(out, rows.ValueStr(i)+" "+cols.ValueStr(i))
+		}
+	}
+	return out
 }

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"path"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -48,8 +45,6 @@ func predictCommand() *cobra.Command {
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	breakLock := fs.Bool("break-lock", false, "take over the lock a job that died left on an output on object storage")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
-	quiet := fs.Bool("quiet", false, "no progress output")
-	setAside := fs.String("set-aside", "", "write rows that cannot be predicted (null or ragged features, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the job)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 		switch {
@@ -91,13 +86,12 @@ func predictCommand() *cobra.Command {
 			FeatureColumn: column, Gather: in.features, Keep: keep,
 			BatchSize: *batch, PartRows: *partRows, ReadRows: in.readRows, Shard: shard,
 			Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
-			Prefetch: *prefetch, MaxMemory: int64(in.maxMemory), CSVSample: in.csvSample, SetAside: *setAside,
+			Prefetch: *prefetch, MaxMemory: int64(in.maxMemory), CSVSample: in.csvSample, SetAside: in.setAside,
 			Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 			Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}
-		var prog *progress
-		if !*quiet {
-			prog = newProgress(stderr)
+		prog := in.progress(stderr, "predicting")
+		if prog != nil {
 			cfg.Progress = prog.update
 		}
 		sum, err := job.Run(ctx, cfg)
@@ -154,44 +148,5 @@ func writeStats(path string, s *job.Summary) error {
 	if err := writeJSONFile(path, doc); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
-	return nil
-}
-
-// byteSize is a flag of a number of bytes, with an optional binary suffix:
-// 512MiB, 4GiB (or 512M, 4G).
-type byteSize int64
-
-func (b *byteSize) String() string {
-	for _, u := range []struct {
-		suffix string
-		shift  uint
-	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
-		if *b > 0 && *b%(1<<u.shift) == 0 {
-			return strconv.FormatInt(int64(*b)>>u.shift, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(int64(*b), 10)
-}
-
-// Type names the value in help (pflag's Value).
-func (b *byteSize) Type() string { return "bytes" }
-
-func (b *byteSize) Set(v string) error {
-	units := []struct {
-		suffix string
-		shift  uint
-	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}}
-	shift := uint(0)
-	for _, u := range units {
-		if strings.HasSuffix(v, u.suffix) {
-			v, shift = strings.TrimSuffix(v, u.suffix), u.shift
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
-		return fmt.Errorf("want a positive number of bytes, such as 4GiB")
-	}
-	*b = byteSize(n << shift)
 	return nil
 }

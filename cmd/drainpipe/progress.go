@@ -15,14 +15,15 @@ import (
 // shows some and a long one does not flood its log.
 type progress struct {
 	w     io.Writer
+	verb  string // "predicting", "reading"
 	bar   *progressbar.ProgressBar
 	start time.Time
 	last  time.Time
 	done  int64
 }
 
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w, start: time.Now(), last: time.Now()}
+func newProgress(w io.Writer, verb string) *progress {
+	return &progress{w: w, verb: verb, start: time.Now(), last: time.Now()}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -36,7 +37,7 @@ func (p *progress) update(done, total int64) {
 		if p.bar == nil {
 			p.bar = progressbar.NewOptions64(total,
 				progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetDescription("predicting"),
+				progressbar.OptionSetDescription(p.verb),
 				progressbar.OptionShowCount(),
 				progressbar.OptionShowIts(),
 				progressbar.OptionSetItsString("rows"),

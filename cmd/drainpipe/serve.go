@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
@@ -87,7 +88,7 @@ func serveCommand() *cobra.Command {
 	tlsCert := fs.String("tls-cert", "", "serve both listeners over TLS with this certificate (PEM; with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
-	maxBytes := byteSize(64 << 20)
+	maxBytes := cliflag.Bytes(64 << 20)
 	fs.Var(&maxBytes, "max-request-bytes", "the largest request body (REST) or message (gRPC), such as 64MiB")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	accessLog := fs.Bool("access-log", false, "log a line a request (off by default: it costs a busy server CPU; /metrics counts every request)")

@@ -40,6 +40,11 @@ func main() {
 	featureCol := ours.String("feature-column", "", "the tensor column the model reads (default: the model's)")
 	batch := ours.Int("batch-size", 256, "rows per device batch")
 	rowsPerShard := ours.Int64("rows-per-shard", 1<<18, "rows a Parquet shard aims at: files of many row groups split into several shards")
+	setAside := ours.String("set-aside", "", "a folder (path or URL) where each shard writes the rows it cannot predict (null or ragged features, values that do not parse, rows the model fails on) with their keys, source file, file row and reason, and goes on (default: such a row fails its shard)")
+	readRows := ours.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
+	csvSample := ours.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
+	var maxMemory cliflag.Bytes
+	ours.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
 	ours.VisitAll(func(f *flag.Flag) { flag.Var(f.Value, f.Name, f.Usage) })
 	flag.Usage = func() {
 		w := flag.CommandLine.Output()
@@ -55,13 +60,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam: --input, --model and --output are required")
 		os.Exit(2)
 	}
+	if *readRows < 1 {
+		fmt.Fprintf(os.Stderr, "drainpipe-beam: --read-rows %d: want 1 or more\n", *readRows)
+		os.Exit(2)
+	}
 	if err := preflight(inputs, *rowsPerShard); err != nil {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam:", err)
 		os.Exit(1)
 	}
 	p, s := beam.NewPipelineWithRoot()
 	dpbeam.Predict(s, dpbeam.Config{Inputs: inputs, Model: *model, Loader: *loader, Output: *output,
-		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard})
+		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard,
+		SetAside: *setAside, ReadRows: *readRows, CSVSample: *csvSample, MaxMemory: int64(maxMemory)})
 	if err := beamx.Run(context.Background(), p); err != nil {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam:", cause(err))
 		os.Exit(1)
