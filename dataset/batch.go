@@ -130,7 +130,7 @@ func Concat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch
 		for j, r := range recs {
 			parts[j] = r.Column(i)
 		}
-		c, err := array.Concatenate(parts, mem)
+		c, err := concatColumn(parts, mem)
 		if err != nil {
 			return nil, fmt.Errorf("concatenate column %q: %w", schema.Field(i).Name, err)
 		}

@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -116,6 +117,12 @@ func main() {
 	b.row(fmt.Sprintf("saturation, %d callers", b.callers), 5*time.Millisecond, 0, 0, sat, offline, st)
 	sat0, st0 := b.saturation(0)
 	b.row(fmt.Sprintf("saturation, %d callers", b.callers), 0, 0, 0, sat0, offline, st0)
+	// The Batcher's own cost: against the Predictor offline at the mean
+	// batch the Batcher formed, the device's work is the same.
+	mean := int(math.Round(float64(st0.rows+st0.padded) / float64(max(st0.batches, 1))))
+	atMean := b.offlineAt(max(mean, 1))
+	b.row(fmt.Sprintf("offline, batch %d", mean), 0, 0, 0, atMean, offline, figures{})
+	defer fmt.Printf("\nbatcher goal: saturation (no delay) ÷ offline at its mean batch of %d = %.3f (goal ≥ 0.80)\n", mean, sat0/atMean)
 	capacity := max(sat, sat0)
 	for _, d := range delays {
 		for _, load := range loads {
@@ -141,10 +148,14 @@ func (b *bench) batching(delay time.Duration) online.Options {
 }
 
 // offline runs the Predictor over 100 records of 4096 rows.
-func (b *bench) offline() float64 {
+func (b *bench) offline() float64 { return b.offlineAt(b.batch) }
+
+// offlineAt runs the Predictor over 100 records of 4096 rows in batches
+// of size rows.
+func (b *bench) offlineAt(size int) float64 {
 	big := one(dataset.UniformTensors(memory.DefaultAllocator, 4096, width, 4096, 7))
 	defer big.Release()
-	p, err := predict.New(b.model, predict.WithBatchSize(b.batch))
+	p, err := predict.New(b.model, predict.WithBatchSize(size), predict.WithGroups(b.sessions))
 	check(err)
 	began := time.Now()
 	rows := 0
