@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,14 @@ func main() {
 	sizesFlag := flag.String("rows", "1,32", "rows per request, one set of runs each")
 	loadsFlag := flag.String("loads", "0.1,0.5,0.9", "open-loop arrival rates as fractions of the saturation rate (empty: none)")
 	sessions := flag.Int("sessions", runtime.GOMAXPROCS(0), "session groups taking whole batches")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (clients and servers) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 
 	model, err := cpu.NewMLP([]int{width, 256, 256, 10}, cpu.ReLU, rand.New(rand.NewPCG(1, 2)))
 	check(err)
