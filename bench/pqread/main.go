@@ -65,14 +65,18 @@ func main() {
 	}
 	readers := []struct {
 		name string
-		read func(string, int) (int64, error)
+		read func(string, int) (int64, float64, error)
 	}{{"pqarrow", readBare}, {"dataset-1", readDataset(1)}, {"dataset-2", readDataset(2)}}
 	best := make([]time.Duration, len(readers))
 	var n int64
+	var sum float64 // the feature values', as the dataset reader sums them
 	for range *rounds {
 		for i, r := range readers {
 			start := time.Now()
-			got, err := r.read(*path, *readRows)
+			got, s, err := r.read(*path, *readRows)
+			if r.name != "pqarrow" {
+				sum = s
+			}
 			check(err)
 			d := time.Since(start)
 			if best[i] == 0 || d < best[i] {
@@ -85,10 +89,16 @@ func main() {
 		fmt.Printf("%-9s %-10s %10d rows %8.3f s %12.0f rows/s\n", arrowVersion(), r.name, n, best[i].Seconds(), float64(n)/best[i].Seconds())
 	}
 	for _, threads := range []int{1, 2} {
-		secs, err := duckdb(*path, threads, *rounds)
+		secs, duckSum, err := duckdb(*path, threads, *rounds)
 		if err != nil {
 			fmt.Printf("duckdb: %v\n", err)
 			break
+		}
+		// An independent reader's sum of the same values: a decoding
+		// error shows here (the sums differ only in the order of
+		// additions).
+		if math.Abs(sum-duckSum) > 1e-9*math.Max(math.Abs(duckSum), 1) {
+			log.Fatalf("the dataset reader's sum of the features %v, DuckDB's %v", sum, duckSum)
 		}
 		decoders := map[int]int{1: 1, 2: 2}[threads]
 		fmt.Printf("%-9s %-10s %10d rows %8.3f s %12.0f rows/s   dataset-%d ÷ duckdb %.3f\n", "duckdb", fmt.Sprintf("threads=%d", threads), n, secs,
@@ -98,27 +108,27 @@ func main() {
 
 // duckdb times DuckDB's read of the file (the best of rounds, in seconds)
 // through node, when node and the corpus's packages are there.
-func duckdb(path string, threads, rounds int) (float64, error) {
+func duckdb(path string, threads, rounds int) (float64, float64, error) {
 	_, self, _, _ := runtime.Caller(0)
 	dir := filepath.Dir(self)
 	modules := filepath.Join(dir, "..", "..", "dataset", "fileset", "testdata", "writers", "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@duckdb", "node-api")); err != nil {
-		return 0, fmt.Errorf("skipped: no @duckdb/node-api (npm ci in dataset/fileset/testdata/writers)")
+		return 0, 0, fmt.Errorf("skipped: no @duckdb/node-api (npm ci in dataset/fileset/testdata/writers)")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	cmd := exec.Command("node", filepath.Join(dir, "duckdb.mjs"), abs, strconv.Itoa(threads), strconv.Itoa(rounds), modules)
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("skipped: %v", err)
+		return 0, 0, fmt.Errorf("skipped: %v", err)
 	}
-	var res struct{ Seconds float64 }
+	var res struct{ Seconds, Sum float64 }
 	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
+		return 0, 0, fmt.Errorf("%v: %s", err, out)
 	}
-	return res.Seconds, nil
+	return res.Seconds, res.Sum, nil
 }
 
 // arrowVersion names the Arrow module this binary was built with.
@@ -179,41 +189,64 @@ func write(path string, rows, groupRows int) error {
 
 // readBare reads every column of every row group with pqarrow's record
 // reader: the floor for any Parquet source.
-func readBare(path string, readRows int) (int64, error) {
+func readBare(path string, readRows int) (int64, float64, error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(readRows)}, memory.NewGoAllocator())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer rr.Release()
 	var n int64
 	for rr.Next() {
 		n += rr.RecordBatch().NumRows()
 	}
-	return n, nil
+	return n, 0, nil
+}
+
+// sumFloat32 sums values in eight independent lanes: one running sum is
+// a chain of dependent additions that cost the read a third of its time,
+// where DuckDB's SUM runs vectorised.
+func sumFloat32(values []float32) float64 {
+	var s [8]float64
+	i := 0
+	for ; i+8 <= len(values); i += 8 {
+		v := values[i : i+8 : i+8]
+		s[0] += float64(v[0])
+		s[1] += float64(v[1])
+		s[2] += float64(v[2])
+		s[3] += float64(v[3])
+		s[4] += float64(v[4])
+		s[5] += float64(v[5])
+		s[6] += float64(v[6])
+		s[7] += float64(v[7])
+	}
+	for ; i < len(values); i++ {
+		s[0] += float64(values[i])
+	}
+	return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
 }
 
 // readDataset reads the file through fileset with decoders row groups
 // side by side, summing every feature value as DuckDB's query does.
-func readDataset(decoders int) func(string, int) (int64, error) {
-	return func(path string, readRows int) (int64, error) {
+func readDataset(decoders int) func(string, int) (int64, float64, error) {
+	return func(path string, readRows int) (int64, float64, error) {
 		ds, err := fileset.Read([]string{path}, fileset.WithReadRows(readRows), fileset.WithDecoders(decoders))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		var n int64
 		var sum float64
 		for rec, err := range ds.Records() {
 			if err != nil {
-				return n, err
+				return n, 0, err
 			}
 			n += rec.NumRows()
 			var values []float32
@@ -223,14 +256,12 @@ func readDataset(decoders int) func(string, int) (int64, error) {
 			case *array.FixedSizeList:
 				values = col.ListValues().(*array.Float32).Float32Values()
 			}
-			for _, v := range values {
-				sum += float64(v)
-			}
+			sum += sumFloat32(values)
 		}
 		if math.IsNaN(sum) {
-			return n, fmt.Errorf("NaN sum")
+			return n, 0, fmt.Errorf("NaN sum")
 		}
-		return n, nil
+		return n, sum, nil
 	}
 }
 
