@@ -104,7 +104,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	}
 	// The online Batcher's own cost per request, at the batches it forms.
 	for _, sessions := range []int{1, cores} {
-		gs = append(gs, goal{fmt.Sprintf("online: the Batcher (%d one-row callers) ÷ the Predictor at its mean batch (MLP, %d session groups)", onlineCallers, sessions), 0.8,
+		gs = append(gs, goal{fmt.Sprintf("online: the Batcher (%d one-row callers) ÷ the Predictor at its mean batch (MLP, %d session group(s))", onlineCallers, sessions), 0.8,
 			func(int) float64 { return c.batcherVsOffline(mlp, recs, sessions) }})
 	}
 	// A whole job, Parquet to Parquet, against the model alone on the same
