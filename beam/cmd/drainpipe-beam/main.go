@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -43,6 +44,7 @@ func main() {
 	setAside := ours.String("set-aside", "", "a folder (path or URL) where each shard writes the rows it cannot predict (null or ragged features, values that do not parse, rows the model fails on) with their keys, source file, file row and reason, and goes on (default: such a row fails its shard)")
 	readRows := ours.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	csvSample := ours.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
+	quiet := ours.Bool("quiet", false, "log warnings and errors only (the runner's and the shards' progress lines are INFO)")
 	var maxMemory cliflag.Bytes
 	ours.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
 	ours.VisitAll(func(f *flag.Flag) { flag.Var(f.Value, f.Name, f.Usage) })
@@ -56,6 +58,11 @@ func main() {
 	}
 	flag.Parse()
 	beam.Init()
+	if *quiet {
+		// Prism and the shards log through slog's default logger (which
+		// beam.Init sets).
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}
 	if len(inputs) == 0 || *model == "" || *output == "" {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam: --input, --model and --output are required")
 		os.Exit(2)
