@@ -36,6 +36,10 @@
 // file once through the same layer, with no lock, parts or manifest, for
 // a runner that retries a failed piece of work whole under a name of its
 // own (a Beam shard): exactly once without a second write of every row.
+// [Each] hands the predictions to a function instead (an evaluation's
+// metrics, with the labels as [Config.Label]), and [Read] hands over the
+// rows a trainer reads, with no model; both set rows aside as WriteFile
+// does.
 //
 // # Nothing lost
 //
