@@ -7,11 +7,8 @@ package aztest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -79,36 +76,9 @@ func (s *Server) URL(container, key string) string {
 // install returns the path of azurite-blob, installing the package into
 // the user's cache folder if it is not there yet.
 func install() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "drainpipe-test", "azurite-"+Version)
-	bin := filepath.Join(dir, "node_modules", ".bin", "azurite-blob")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		return "", errors.New("npm is not on the PATH")
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	// Installed into a folder of its own, then renamed: packages whose
-	// tests install it at once each get a whole one.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	dir, err := testbin.NPM("azurite-"+Version, "azurite@"+Version)
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "azurite@"+Version)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm install: %w: %s", err, out)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
-		if _, serr := os.Stat(bin); serr != nil {
-			return "", err
-		}
-	}
-	return bin, nil
+	return filepath.Join(dir, "node_modules", ".bin", "azurite-blob"), nil
 }

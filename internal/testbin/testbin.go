@@ -112,3 +112,40 @@ func CPU(proc *os.Process) time.Duration {
 // clockTicks is Linux's USER_HZ, the unit of /proc's CPU times: 100 on
 // every architecture Go supports.
 const clockTicks = 100
+
+// NPM returns the folder of npm package spec (name@version) installed,
+// with its dependencies, into the user's cache folder under name, which
+// it installs the first time. A machine without npm gets an error.
+func NPM(name, spec string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "drainpipe-test", name)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+		return dir, nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", errors.New("npm is not on the PATH")
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	// Installed into a folder of its own, then renamed: packages whose
+	// tests install it at once each get a whole one.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", spec)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install %s: %w: %s", spec, err, out)
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(filepath.Join(dir, "node_modules")); serr != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
