@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,10 +19,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/drainpipe/drainpipe/bench/internal/readsum"
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -101,6 +105,18 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 			fromMem, fromFile := pair(r, func() float64 { return c.drainpipeWith(mlp, mem, 0, cores) }, func() float64 { return c.drainpipeWith(mlp, files(), prefetch, cores) })
 			return fromMem / fromFile
 		}},
+	}
+	// The reader against DuckDB, the peer, each summing every feature
+	// value of the same file, on one core and on two (skipped without node
+	// and npm); the sums must agree.
+	if _, err := duckdb.Query("SELECT 1"); err == nil {
+		for _, n := range []int{1, cores} {
+			gs = append(gs, goal{fmt.Sprintf("files: the dataset reader (%d decoder(s)) ÷ DuckDB (%d thread(s)), summing every value", n, n), 1.0, func(r int) float64 {
+				return readerVsDuckDB(r, path, readRows, n)
+			}})
+		}
+	} else {
+		fmt.Fprintf(w, "(the reader ÷ DuckDB goals are skipped: %v)\n", err)
 	}
 	// The online Batcher's own cost per request, at the batches it forms.
 	for _, sessions := range []int{1, cores} {
@@ -211,4 +227,29 @@ func (c *config) job(m device.Model, path, out string, sessions int) float64 {
 		log.Fatalf("the job wrote %d rows of %d", sum.Rows, c.rows)
 	}
 	return time.Since(start).Seconds()
+}
+
+// readerVsDuckDB times the dataset reader (decoders row groups side by
+// side) and DuckDB (as many threads), in the round's order, each summing
+// every feature value of the file; checks that the sums agree; and
+// returns the ratio of rates.
+func readerVsDuckDB(r int, path string, readRows, n int) float64 {
+	var sum, peer float64
+	ours, theirs := pair(r, func() float64 {
+		start := time.Now()
+		_, s, err := readsum.Dataset(path, readRows, n)
+		check(err)
+		sum = s
+		return time.Since(start).Seconds()
+	}, func() float64 {
+		secs, rows, err := duckdb.Time(readsum.SQL(duckdb.Quote(path)), n, 1)
+		check(err)
+		peer, err = rows[0][0].(json.Number).Float64()
+		check(err)
+		return secs
+	})
+	if math.Abs(sum-peer) > 1e-9*math.Max(math.Abs(peer), 1) {
+		check(fmt.Errorf("the reader's sum of the features %v, DuckDB's %v", sum, peer))
+	}
+	return theirs / ours
 }

@@ -2,7 +2,6 @@ package job_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/internal/duckdbtest"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
@@ -72,7 +72,7 @@ func TestDuckDBReadsTheOutputs(t *testing.T) {
 			read += "*.parquet"
 		}
 		// The probabilities as text: JSON has no negative zero.
-		got := duckdbtest.Query(t, fmt.Sprintf("SELECT id, class, list_transform(probabilities, x -> x::VARCHAR) FROM read_parquet('%s') ORDER BY id", read))
+		got := duckdbtest.Query(t, "SELECT id, class, list_transform(probabilities, x -> x::VARCHAR) FROM read_parquet("+duckdb.Quote(read)+") ORDER BY id")
 		if len(got) != rows {
 			t.Fatalf("%s: DuckDB read %d rows, want %d", out, len(got), rows)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/internal/duckdbtest"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -72,7 +73,7 @@ func TestDuckDBReadsEveryValue(t *testing.T) {
 	}
 	writeCuts(t, mem, path, whole, cuts)
 	// As text: JSON has no negative zero.
-	rows := duckdbtest.Query(t, fmt.Sprintf("SELECT id, list_transform(probabilities, x -> x::VARCHAR) FROM read_parquet('%s') ORDER BY id", path))
+	rows := duckdbtest.Query(t, "SELECT id, list_transform(probabilities, x -> x::VARCHAR) FROM read_parquet("+duckdb.Quote(path)+") ORDER BY id")
 	want, _ := tensor.Float32(whole.Column(1), 3)
 	if len(rows) != 3000 {
 		t.Fatalf("DuckDB read %d rows, want 3000", len(rows))

@@ -11,8 +11,8 @@
 // compare their decoders in one run. The dataset reader runs with one
 // decoder and with two (row groups side by side, the default on 2 cores),
 // each summing every feature value; DuckDB, the peer, does the same at 1
-// and 2 threads when node and the writers' corpus packages are there
-// (npm ci in dataset/fileset/testdata/writers).
+// and 2 threads when node and npm are there (internal/duckdb installs
+// @duckdb/node-api once), and its sum checks the reader's.
 package main
 
 import (
@@ -24,11 +24,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +36,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/bench/internal/readsum"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
 )
 
 const width = 64
@@ -89,7 +87,7 @@ func main() {
 		fmt.Printf("%-9s %-10s %10d rows %8.3f s %12.0f rows/s\n", arrowVersion(), r.name, n, best[i].Seconds(), float64(n)/best[i].Seconds())
 	}
 	for _, threads := range []int{1, 2} {
-		secs, duckSum, err := duckdb(*path, threads, *rounds)
+		secs, duckSum, err := duckDB(*path, threads, *rounds)
 		if err != nil {
 			fmt.Printf("duckdb: %v\n", err)
 			break
@@ -106,29 +104,15 @@ func main() {
 	}
 }
 
-// duckdb times DuckDB's read of the file (the best of rounds, in seconds)
-// through node, when node and the corpus's packages are there.
-func duckdb(path string, threads, rounds int) (float64, float64, error) {
-	_, self, _, _ := runtime.Caller(0)
-	dir := filepath.Dir(self)
-	modules := filepath.Join(dir, "..", "..", "dataset", "fileset", "testdata", "writers", "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, "@duckdb", "node-api")); err != nil {
-		return 0, 0, fmt.Errorf("skipped: no @duckdb/node-api (npm ci in dataset/fileset/testdata/writers)")
-	}
-	abs, err := filepath.Abs(path)
+// duckDB times DuckDB's read of the file (the best of rounds, in seconds)
+// summing every feature value, and returns the sum.
+func duckDB(path string, threads, rounds int) (float64, float64, error) {
+	secs, rows, err := duckdb.Time(readsum.SQL(duckdb.Quote(path)), threads, rounds)
 	if err != nil {
 		return 0, 0, err
 	}
-	cmd := exec.Command("node", filepath.Join(dir, "duckdb.mjs"), abs, strconv.Itoa(threads), strconv.Itoa(rounds), modules)
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, 0, fmt.Errorf("skipped: %v", err)
-	}
-	var res struct{ Seconds, Sum float64 }
-	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, 0, fmt.Errorf("%v: %s", err, out)
-	}
-	return res.Seconds, res.Sum, nil
+	sum, err := rows[0][0].(json.Number).Float64()
+	return secs, sum, err
 }
 
 // arrowVersion names the Arrow module this binary was built with.
@@ -211,57 +195,11 @@ func readBare(path string, readRows int) (int64, float64, error) {
 	return n, 0, nil
 }
 
-// sumFloat32 sums values in eight independent lanes: one running sum is
-// a chain of dependent additions that cost the read a third of its time,
-// where DuckDB's SUM runs vectorised.
-func sumFloat32(values []float32) float64 {
-	var s [8]float64
-	i := 0
-	for ; i+8 <= len(values); i += 8 {
-		v := values[i : i+8 : i+8]
-		s[0] += float64(v[0])
-		s[1] += float64(v[1])
-		s[2] += float64(v[2])
-		s[3] += float64(v[3])
-		s[4] += float64(v[4])
-		s[5] += float64(v[5])
-		s[6] += float64(v[6])
-		s[7] += float64(v[7])
-	}
-	for ; i < len(values); i++ {
-		s[0] += float64(values[i])
-	}
-	return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
-}
-
 // readDataset reads the file through fileset with decoders row groups
 // side by side, summing every feature value as DuckDB's query does.
 func readDataset(decoders int) func(string, int) (int64, float64, error) {
 	return func(path string, readRows int) (int64, float64, error) {
-		ds, err := fileset.Read([]string{path}, fileset.WithReadRows(readRows), fileset.WithDecoders(decoders))
-		if err != nil {
-			return 0, 0, err
-		}
-		var n int64
-		var sum float64
-		for rec, err := range ds.Records() {
-			if err != nil {
-				return n, 0, err
-			}
-			n += rec.NumRows()
-			var values []float32
-			switch col := rec.Column(1).(type) {
-			case *array.List:
-				values = col.ListValues().(*array.Float32).Float32Values()
-			case *array.FixedSizeList:
-				values = col.ListValues().(*array.Float32).Float32Values()
-			}
-			sum += sumFloat32(values)
-		}
-		if math.IsNaN(sum) {
-			return n, 0, fmt.Errorf("NaN sum")
-		}
-		return n, sum, nil
+		return readsum.Dataset(path, readRows, decoders)
 	}
 }
 
