@@ -123,6 +123,25 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 		gs = append(gs, goal{fmt.Sprintf("online: the Batcher (%d one-row callers) ÷ the Predictor at its mean batch (MLP, %d session group(s))", onlineCallers, sessions), 0.8,
 			func(int) float64 { return c.batcherVsOffline(mlp, recs, sessions) }})
 	}
+	// The model server against a bare server of the same stack (no
+	// batcher, no model): what the server costs above its stack.
+	var srv *servers
+	defer func() {
+		if srv != nil {
+			srv.close()
+		}
+	}()
+	for _, proto := range []string{"gRPC", "REST"} {
+		for _, rows := range []int{1, 32} {
+			gs = append(gs, goal{fmt.Sprintf("server: drainpipe ÷ a bare server of the same stack (%s, %d-row requests, %d callers)", proto, rows, onlineCallers), 0.8,
+				func(r int) float64 {
+					if srv == nil {
+						srv = startServers(mlp, c.batch, min(max(time.Duration(c.rows)*time.Microsecond, 200*time.Millisecond), 2*time.Second))
+					}
+					return srv.ratio(r, proto, rows)
+				}})
+		}
+	}
 	// A whole job, Parquet to Parquet, against the model alone on the same
 	// rows in memory, both with one session a core: what reading, the
 	// parts and the writing cost together.

@@ -1,4 +1,4 @@
-package main
+package servebench
 
 import (
 	"context"
@@ -23,7 +23,12 @@ import (
 // fixed response of the right shape, with no batcher and no model. What
 // drainpipe's server costs above them is its own.
 
-const classes = 10
+// Width is the features a row of the benchmark's model takes, and
+// Classes the Classes it tells apart (the MLP 64-256-256-10).
+const (
+	Width   = 64
+	Classes = 10
+)
 
 // bareGRPC answers ModelInfer with the fixed response for the request's
 // rows.
@@ -36,14 +41,14 @@ func (bareGRPC) ModelInfer(_ context.Context, in *pb.ModelInferRequest) (*pb.Mod
 		return nil, fmt.Errorf("bare: want one raw input")
 	}
 	rows := int(in.GetInputs()[0].GetShape()[0])
-	if len(in.GetRawInputContents()[0]) != rows*width*4 {
+	if len(in.GetRawInputContents()[0]) != rows*Width*4 {
 		return nil, fmt.Errorf("bare: %d raw bytes for %d rows", len(in.GetRawInputContents()[0]), rows)
 	}
 	return &pb.ModelInferResponse{ModelName: "mlp", ModelVersion: "1",
 		Outputs: []*pb.ModelInferResponse_InferOutputTensor{
 			{Name: "class", Datatype: "INT64", Shape: []int64{int64(rows)}},
-			{Name: "probabilities", Datatype: "FP32", Shape: []int64{int64(rows), classes}}},
-		RawOutputContents: [][]byte{make([]byte, rows*8), rawFloats(make([]float32, rows*classes))}}, nil
+			{Name: "probabilities", Datatype: "FP32", Shape: []int64{int64(rows), Classes}}},
+		RawOutputContents: [][]byte{make([]byte, rows*8), RawFloats(make([]float32, rows*Classes))}}, nil
 }
 
 // bareREST decodes an infer request as the server does and answers the
@@ -79,9 +84,9 @@ func bareREST(w http.ResponseWriter, r *http.Request) {
 		for i := range values {
 			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(bin[4*i:]))
 		}
-		out := rawFloats(make([]float32, rows*classes))
+		out := RawFloats(make([]float32, rows*Classes))
 		head, _ := json.Marshal(map[string]any{"model_name": "mlp", "model_version": "1", "outputs": []map[string]any{
-			{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, classes}, "parameters": map[string]any{"binary_data_size": len(out)}}}})
+			{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, Classes}, "parameters": map[string]any{"binary_data_size": len(out)}}}})
 		w.Header().Set(serve.BinaryHeader, strconv.Itoa(len(head)))
 		w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(out)))
 		w.Write(head)
@@ -89,23 +94,28 @@ func bareREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var values []float32
-	if err := json.Unmarshal(req.Inputs[0].Data, &values); err != nil || len(values) != rows*width {
+	if err := json.Unmarshal(req.Inputs[0].Data, &values); err != nil || len(values) != rows*Width {
 		http.Error(w, "bad data", http.StatusBadRequest)
 		return
 	}
 	b, _ := json.Marshal(map[string]any{"model_name": "mlp", "model_version": "1", "outputs": []map[string]any{
 		{"name": "class", "datatype": "INT64", "shape": []int{rows}, "data": make([]int64, rows)},
-		{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, classes}, "data": make([]float32, rows*classes)}}})
+		{"name": "probabilities", "datatype": "FP32", "shape": []int{rows, Classes}, "data": make([]float32, rows*Classes)}}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
 
-// startBare starts the bare servers on loopback; stop ends them.
-func startBare() (restURL, grpcAddr string, stop func()) {
+// StartBare starts the bare servers on loopback; stop ends them.
+func StartBare() (restURL, grpcAddr string, stop func(), err error) {
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
+	if err != nil {
+		return "", "", nil, err
+	}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
+	if err != nil {
+		hl.Close()
+		return "", "", nil, err
+	}
 	hs := &http.Server{Handler: http.HandlerFunc(bareREST)}
 	gs := grpc.NewServer()
 	pb.RegisterGRPCInferenceServiceServer(gs, bareGRPC{})
@@ -114,5 +124,5 @@ func startBare() (restURL, grpcAddr string, stop func()) {
 	return "http://" + hl.Addr().String() + "/v2/models/mlp/infer", gl.Addr().String(), func() {
 		hs.Close()
 		gs.Stop()
-	}
+	}, nil
 }
