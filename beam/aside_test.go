@@ -2,6 +2,7 @@ package dpbeam
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -75,20 +76,14 @@ func TestPipelineSetsRowsAside(t *testing.T) {
 			t.Errorf("id %d, a NaN row, was predicted", id)
 		}
 	}
-	ds, err := fileset.Read([]string{filepath.Join(aside, "part-*.parquet")})
-	if err != nil {
-		t.Fatal(err)
+	pattern := filepath.Join(aside, "part-*.parquet")
+	ids, fileRows := filetest.Column(t, pattern, "id"), filetest.Column(t, pattern, "file_row")
+	var want []string
+	for _, id := range bad {
+		want = append(want, fmt.Sprint(id))
 	}
-	var ids, fileRows []int64
-	for r, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.Column(r.Schema().FieldIndices("id")[0]).(*array.Int64).Int64Values()...)
-		fileRows = append(fileRows, r.Column(r.Schema().FieldIndices("file_row")[0]).(*array.Int64).Int64Values()...)
-	}
-	if !slices.Equal(ids, bad) || !slices.Equal(fileRows, bad) {
-		t.Fatalf("set aside ids %v at file rows %v, want %v", ids, fileRows, bad)
+	if !slices.Equal(ids, want) || !slices.Equal(fileRows, want) {
+		t.Fatalf("set aside ids %v at file rows %v, want %v", ids, fileRows, want)
 	}
 	var man Manifest
 	data, err := os.ReadFile(filepath.Join(out, ManifestName))

@@ -130,7 +130,7 @@ func TestSetAsideWrittenWhole(t *testing.T) {
 	}
 
 	// Read: no model, the width learned from row 1.
-	read := job.Config{Inputs: []string{input}, Keep: []string{"id"}, Label: "label", BatchSize: 32, ReadRows: 77,
+	read := job.Config{Inputs: []string{input}, Keep: []string{"id"}, Label: "label", ReadRows: 77,
 		Allocator: mem, SetAside: filepath.Join(dir, "read-aside.parquet")}
 	rows := 0
 	sum, err = job.Read(t.Context(), read, func(rec arrow.RecordBatch) error {

@@ -188,13 +188,14 @@ func Each(ctx context.Context, cfg Config, fn func(arrow.RecordBatch) error) (*S
 // width of the first row), the Keep columns and the Label, in input
 // order, borrowed for the call, with SetAside's screening (rows whose
 // features or label are null or ragged, values that do not parse) done
-// and written as in WriteFile. cfg.Model and Output must be unset; it is
-// what a trainer reads.
+// and written as in WriteFile. cfg.Model and Output must be unset, and
+// BatchSize is unused; it is what a trainer reads.
 func Read(ctx context.Context, cfg Config, fn func(arrow.RecordBatch) error) (*Summary, error) {
 	if cfg.Model != nil || cfg.Output != "" {
 		return nil, errors.New("job: Read reads the inputs for a function: Model and Output must be unset")
 	}
 	cfg.readOnly = true
+	cfg.BatchSize = max(cfg.BatchSize, 1) // nothing is batched
 	return cfg.whole(ctx, func(a *aside, _ *arrow.Schema) output { return &funcOutput{fn: fn, aside: a, cfg: &cfg} })
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
@@ -45,6 +46,28 @@ func predictions(t *testing.T, mem interface {
 	return array.NewRecordBatch(schema, []arrow.Array{idArr, probs}, int64(rows))
 }
 
+// readBack reads a file of predictions (id, probabilities of 3 classes)
+// with the dataset reader: the ids and the probabilities, row-major.
+func readBack(t *testing.T, mem memory.Allocator, path string) (ids []int64, values []float32) {
+	t.Helper()
+	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := tensor.Float32(r.Column(1), 3)
+		if err != nil {
+			t.Fatalf("probabilities read back: %v", err)
+		}
+		values = append(values, x...)
+		ids = append(ids, arrowtest.Int64s(t, "id", r)...)
+	}
+	return ids, values
+}
+
 func TestRoundTripKeepsTensorValues(t *testing.T) {
 	for _, name := range []string{"out.parquet", "out.arrow", "out.arrows"} {
 		t.Run(name, func(t *testing.T) {
@@ -65,23 +88,7 @@ func TestRoundTripKeepsTensorValues(t *testing.T) {
 			if err := w.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []float32
-			var ids []int64
-			for r, err := range ds.Records() {
-				if err != nil {
-					t.Fatal(err)
-				}
-				x, err := tensor.Float32(r.Column(1), 3)
-				if err != nil {
-					t.Fatalf("probabilities read back: %v", err)
-				}
-				got = append(got, x...)
-				ids = append(ids, arrowtest.Int64s(t, "id", r)...)
-			}
+			ids, got := readBack(t, mem, path)
 			want, _ := tensor.Float32(rec.Column(1), 3)
 			if !slices.Equal(got, want) || !slices.Equal(ids, []int64{100, 101, 102, 103, 104}) {
 				t.Fatalf("read back ids %v, values %v; want %v", ids, got, want)
@@ -160,23 +167,7 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 		}
 		// Every value as written: arrow-go's writer, handed a tensor
 		// slice at an offset, writes its parent's first rows instead.
-		ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var values []float32
-		var ids []int64
-		for r, err := range ds.Records() {
-			if err != nil {
-				t.Fatal(err)
-			}
-			x, err := tensor.Float32(r.Column(1), 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			values = append(values, x...)
-			ids = append(ids, arrowtest.Int64s(t, "id", r)...)
-		}
+		ids, values := readBack(t, mem, path)
 		want, _ := tensor.Float32(whole.Column(1), 3)
 		if len(ids) != rows || !slices.Equal(ids, arrowtest.Int64s(t, "id", whole)) {
 			t.Fatalf("%d ids read back, want %d in order", len(ids), rows)

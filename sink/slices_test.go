@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/internal/duckdbtest"
@@ -27,32 +26,18 @@ func TestSlicesKeepTheirValues(t *testing.T) {
 			defer whole.Release()
 			path := filepath.Join(t.TempDir(), name)
 			writeCuts(t, mem, path, whole, [][2]int64{{1000, 1500}, {7, 1000}, {2999, 3000}, {1500, 2999}})
-			ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ids, got := readBack(t, mem, path)
 			want, _ := tensor.Float32(whole.Column(1), 3)
-			rows := 0
-			for r, err := range ds.Records() {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := tensor.Float32(r.Column(1), 3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, id := range arrowtest.Int64s(t, "id", r) {
-					src := int(id - 100)
-					for j := range 3 {
-						if math.Float32bits(got[3*i+j]) != math.Float32bits(want[3*src+j]) {
-							t.Fatalf("id %d value %d: %v, want %v", id, j, got[3*i+j], want[3*src+j])
-						}
+			for i, id := range ids {
+				src := int(id - 100)
+				for j := range 3 {
+					if math.Float32bits(got[3*i+j]) != math.Float32bits(want[3*src+j]) {
+						t.Fatalf("id %d value %d: %v, want %v", id, j, got[3*i+j], want[3*src+j])
 					}
-					rows++
 				}
 			}
-			if rows != 500+993+1+1499 {
-				t.Fatalf("%d rows read back", rows)
+			if len(ids) != 500+993+1+1499 {
+				t.Fatalf("%d rows read back", len(ids))
 			}
 		})
 	}

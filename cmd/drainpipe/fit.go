@@ -70,7 +70,7 @@ func fitCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		cfg.BatchSize, cfg.Overwrite = 256, *overwrite
+		cfg.Overwrite = *overwrite
 		prog := in.progress(stderr, "reading")
 		if prog != nil {
 			cfg.Progress = prog.update

@@ -17,8 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 )
 
 // separable writes a CSV whose label is learnable: y = f0 > f1.
@@ -268,19 +268,9 @@ func TestEvalAndFitSetAside(t *testing.T) {
 // asideRows returns a set-aside file's rows as "file_row column".
 func asideRows(t *testing.T, path string) []string {
 	t.Helper()
-	ds, err := fileset.Read([]string{path})
-	if err != nil {
-		t.Fatal(err)
+	rows, cols := filetest.Column(t, path, "file_row"), filetest.Column(t, path, "column")
+	for i := range rows {
+		rows[i] += " " + cols[i]
 	}
-	var out []string
-	for rec, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, cols := rec.Column(rec.Schema().FieldIndices("file_row")[0]), rec.Column(rec.Schema().FieldIndices("column")[0])
-		for i := range int(rec.NumRows()) {
-			out = append(out, rows.ValueStr(i)+" "+cols.ValueStr(i))
-		}
-	}
-	return out
+	return rows
 }

@@ -42,3 +42,28 @@ func ReadWhole(t testing.TB, mem memory.Allocator, path string) arrow.RecordBatc
 	}
 	return whole
 }
+
+// Column returns every value of column name in the files pattern matches
+// (a path, glob or folder), as text (Arrow's ValueStr), in order.
+func Column(t testing.TB, pattern, name string) []string {
+	t.Helper()
+	ds, err := fileset.Read([]string{pattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := ds.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		t.Fatalf("%s: no column %q in %s", pattern, name, ds.Schema())
+	}
+	var out []string
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		col := rec.Column(idx[0])
+		for i := range col.Len() {
+			out = append(out, col.ValueStr(i))
+		}
+	}
+	return out
+}

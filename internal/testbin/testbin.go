@@ -1,6 +1,7 @@
 // Package testbin builds the real servers tests run against (an S3
-// server, a GCS emulator) from the Go module proxy, once, into the user's
-// cache folder, and starts them on 127.0.0.1 with a free port.
+// server, a GCS emulator) from the Go module proxy, or installs npm
+// packages (Azurite, DuckDB), once, into the user's cache folder, and
+// starts servers on 127.0.0.1 with a free port.
 package testbin
 
 import (

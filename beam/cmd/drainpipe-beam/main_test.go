@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	dpbeam "github.com/drainpipe/drainpipe/beam"
-	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 )
 
 // A runner's error ends with what the failing step said; that is the line
@@ -94,20 +94,7 @@ func TestCommandSetsAsideQuietly(t *testing.T) {
 	if man.Rows != 99 || man.RowsSetAside != 1 {
 		t.Fatalf("manifest: %d rows, %d set aside; want 99 and 1", man.Rows, man.RowsSetAside)
 	}
-	ds, err := fileset.Read([]string{filepath.Join(dir, "quiet-aside", "*.parquet")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for rec, err := range ds.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		col := rec.Column(rec.Schema().FieldIndices("id")[0])
-		for i := range col.Len() {
-			ids = append(ids, col.ValueStr(i))
-		}
-	}
+	ids := filetest.Column(t, filepath.Join(dir, "quiet-aside", "*.parquet"), "id")
 	if len(ids) != 1 || ids[0] != "37" {
 		t.Fatalf("set aside ids %v, want [37]", ids)
 	}
