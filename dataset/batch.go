@@ -15,15 +15,52 @@ import (
 // records is concatenated into memory from mem.
 func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
+		for s, err := range d.Spans(mem, n) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yieldOwned(yield, s.Slice()) {
+				return
+			}
+		}
+	}
+}
+
+// Span is one batch as [Dataset.Spans] yields it: rows [Offset,
+// Offset+Rows) of Record.
+type Span struct {
+	Record       arrow.RecordBatch
+	Offset, Rows int
+}
+
+// Slice returns the span's rows as a record of their own, which the caller
+// releases: Record itself, retained, when the span is all of it.
+func (s Span) Slice() arrow.RecordBatch {
+	if s.Offset == 0 && s.Rows == int(s.Record.NumRows()) {
+		s.Record.Retain()
+		return s.Record
+	}
+	return s.Record.NewSlice(int64(s.Offset), int64(s.Offset+s.Rows))
+}
+
+// Spans is [Dataset.Batches] without the slicing: it yields where each
+// batch lies, in a source record, or (a batch that spans records, and the
+// last, short one) in a record of the batch's own. The span's record is
+// borrowed for one iteration. It is for a caller that builds a record of
+// its own from a batch's columns, as a padder does, and need not pay for a
+// sliced record it would drop at once.
+func (d *Dataset) Spans(mem memory.Allocator, n int) iter.Seq2[Span, error] {
+	return func(yield func(Span, error) bool) {
 		if n <= 0 {
-			yield(nil, fmt.Errorf("%w: got %d", ErrBatchSize, n))
+			yield(Span{}, fmt.Errorf("%w: got %d", ErrBatchSize, n))
 			return
 		}
 		b := batcher{mem: mem, schema: d.schema, size: n}
 		defer b.reset()
 		for rec, err := range d.Records() {
 			if err != nil {
-				yield(nil, err)
+				yield(Span{}, err)
 				return
 			}
 			if !b.add(rec, yield) {
@@ -33,10 +70,10 @@ func (d *Dataset) Batches(mem memory.Allocator, n int) iter.Seq2[arrow.RecordBat
 		if b.rows > 0 {
 			batch, err := b.flush()
 			if err != nil {
-				yield(nil, err)
+				yield(Span{}, err)
 				return
 			}
-			yieldOwned(yield, batch)
+			yieldJoined(yield, batch)
 		}
 	}
 }
@@ -53,14 +90,14 @@ type batcher struct {
 
 // add cuts rec into batches, yielding every completed one. It reports false
 // when the consumer stopped or an error was yielded.
-func (b *batcher) add(rec arrow.RecordBatch, yield func(arrow.RecordBatch, error) bool) bool {
+func (b *batcher) add(rec arrow.RecordBatch, yield func(Span, error) bool) bool {
 	total := int(rec.NumRows())
 	for off := 0; off < total; {
 		take := min(b.size-b.rows, total-off)
 		if b.rows == 0 && take == b.size {
-			// The whole batch lies inside rec: hand out a zero-copy slice.
+			// The whole batch lies inside rec: no copy.
 			b.index++
-			if !yieldOwned(yield, rec.NewSlice(int64(off), int64(off+take))) {
+			if !yield(Span{Record: rec, Offset: off, Rows: take}, nil) {
 				return false
 			}
 			off += take
@@ -72,10 +109,10 @@ func (b *batcher) add(rec arrow.RecordBatch, yield func(arrow.RecordBatch, error
 		if b.rows == b.size {
 			batch, err := b.flush()
 			if err != nil {
-				yield(nil, err)
+				yield(Span{}, err)
 				return false
 			}
-			if !yieldOwned(yield, batch) {
+			if !yieldJoined(yield, batch) {
 				return false
 			}
 		}
@@ -88,6 +125,13 @@ func (b *batcher) add(rec arrow.RecordBatch, yield func(arrow.RecordBatch, error
 func yieldOwned(yield func(arrow.RecordBatch, error) bool, rec arrow.RecordBatch) bool {
 	defer rec.Release()
 	return yield(rec, nil)
+}
+
+// yieldJoined yields all of rec, a batch of its own, and releases it
+// afterwards, even if the loop body panics.
+func yieldJoined(yield func(Span, error) bool, rec arrow.RecordBatch) bool {
+	defer rec.Release()
+	return yield(Span{Record: rec, Rows: int(rec.NumRows())}, nil)
 }
 
 // flush returns the pending rows as one record and empties pending.

@@ -91,6 +91,52 @@ func TestBatchesZeroCopyInsideOneRecord(t *testing.T) {
 	}
 }
 
+// Spans say where each batch lies: in the source record itself, or, for a
+// batch that spans records and the last short one, in a record of its own.
+func TestSpansPointIntoTheSourceRecords(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	rec := arrowtest.IDs(mem, 0, 10)
+	defer rec.Release()
+	other := arrowtest.IDs(mem, 10, 3)
+	defer other.Release()
+	type where struct {
+		source       string
+		offset, rows int
+		ids          []int64
+	}
+	var got []where
+	for s, err := range dataset.FromRecords(arrowtest.IDSchema, rec, other).Spans(mem, 4) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		source := "own"
+		switch s.Record {
+		case rec:
+			source = "rec"
+		case other:
+			source = "other"
+		}
+		slice := s.Slice()
+		got = append(got, where{source, s.Offset, s.Rows, arrowtest.Int64s(t, "id", slice)})
+		slice.Release()
+	}
+	want := []where{
+		{"rec", 0, 4, []int64{0, 1, 2, 3}},
+		{"rec", 4, 4, []int64{4, 5, 6, 7}},
+		{"own", 0, 4, []int64{8, 9, 10, 11}},
+		{"own", 0, 1, []int64{12}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("spans %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.source != w.source || g.offset != w.offset || g.rows != w.rows || !slices.Equal(g.ids, w.ids) {
+			t.Fatalf("span %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
 func TestBatchesBreakReleases(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	recs := arrowtest.Chunked(mem, []int{3, 3, 3, 3})

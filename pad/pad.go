@@ -150,27 +150,35 @@ func (p *Padder) Pad(rec arrow.RecordBatch) (arrow.RecordBatch, int, error) {
 // PadTo is Pad to size rows instead of Size, for callers that pad a short
 // batch only up to one of a few allowed sizes. size must not exceed Size.
 func (p *Padder) PadTo(rec arrow.RecordBatch, size int) (arrow.RecordBatch, int, error) {
-	n := int(rec.NumRows())
+	return p.PadRows(rec, 0, int(rec.NumRows()), size)
+}
+
+// PadRows is PadTo of rows [offset, offset+rows) of rec, sliced zero-copy:
+// one record made, where slicing first would make two.
+func (p *Padder) PadRows(rec arrow.RecordBatch, offset, rows, size int) (arrow.RecordBatch, int, error) {
 	if size > p.size || size <= 0 {
 		return nil, 0, fmt.Errorf("pad: size %d outside 1..%d", size, p.size)
 	}
-	if n > size {
-		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, n, size)
+	if rows > size {
+		return nil, 0, fmt.Errorf("%w: %d rows, size %d", ErrTooManyRows, rows, size)
+	}
+	if offset < 0 || rows < 0 || offset+rows > int(rec.NumRows()) {
+		return nil, 0, fmt.Errorf("pad: rows %d..%d outside a record of %d", offset, offset+rows, rec.NumRows())
 	}
 	if err := p.checkSchema(rec.Schema()); err != nil {
 		return nil, 0, err
 	}
-	cols := make([]arrow.Array, 0, len(rec.Columns())+1)
+	var small [8]arrow.Array // most schemas: no allocation for the list
+	cols := small[:0]
 	defer func() {
 		for _, c := range cols {
 			c.Release()
 		}
 	}()
-	if n == size {
-		for _, c := range rec.Columns() {
-			c.Retain()
-			cols = append(cols, c)
-		}
+	for _, c := range rec.Columns() {
+		cols = append(cols, slice(c, offset, rows))
+	}
+	if rows == size {
 		if size == p.size {
 			p.allOff.Retain()
 			cols = append(cols, p.allOff)
@@ -179,15 +187,26 @@ func (p *Padder) PadTo(rec arrow.RecordBatch, size int) (arrow.RecordBatch, int,
 		}
 		return array.NewRecordBatch(p.out, cols, int64(size)), 0, nil
 	}
-	for i, c := range rec.Columns() {
-		padded, err := extend(p.mem, c, size-n)
+	for i, c := range cols {
+		padded, err := extend(p.mem, c, size-rows)
 		if err != nil {
 			return nil, 0, fmt.Errorf("pad column %q: %w", p.in.Field(i).Name, err)
 		}
-		cols = append(cols, padded)
+		c.Release()
+		cols[i] = padded
 	}
-	cols = append(cols, boolColumn(p.mem, size, n))
-	return array.NewRecordBatch(p.out, cols, int64(size)), size - n, nil
+	cols = append(cols, boolColumn(p.mem, size, rows))
+	return array.NewRecordBatch(p.out, cols, int64(size)), size - rows, nil
+}
+
+// slice returns rows [offset, offset+rows) of arr, which the caller
+// releases: arr itself, retained, when that is all of it.
+func slice(arr arrow.Array, offset, rows int) arrow.Array {
+	if offset == 0 && rows == arr.Len() {
+		arr.Retain()
+		return arr
+	}
+	return array.NewSlice(arr, int64(offset), int64(offset+rows))
 }
 
 // extend returns a copy of arr followed by k zero values.

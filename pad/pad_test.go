@@ -235,6 +235,46 @@ func TestPadFullBatchSharesColumns(t *testing.T) {
 	}
 }
 
+// PadRows pads rows of a record where they lie, as PadTo pads the same
+// rows sliced out first.
+func TestPadRowsOfARecord(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	rec := arrowtest.IDs(mem, 0, 10)
+	defer rec.Release()
+	p, err := pad.New(mem, arrowtest.IDSchema, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	for _, c := range []struct {
+		offset, rows, size int
+		ids                []int64
+		real               int
+	}{
+		{3, 4, 4, []int64{3, 4, 5, 6}, 4},
+		{8, 2, 4, []int64{8, 9, 0, 0}, 2},
+		{9, 1, 2, []int64{9, 0}, 1},
+		{0, 0, 1, []int64{0}, 0},
+	} {
+		padded, padding, err := p.PadRows(rec, c.offset, c.rows, c.size)
+		if err != nil {
+			t.Fatalf("rows %d+%d: %v", c.offset, c.rows, err)
+		}
+		ids := arrowtest.Int64s(t, "id", padded)
+		real := pad.RealRows(padded.Column(1).(*array.Boolean))
+		padded.Release()
+		if !slices.Equal(ids, c.ids) || padding != c.size-c.rows || real != c.real {
+			t.Fatalf("rows %d+%d to %d: ids %v, padding %d, real %d; want %v, %d, %d", c.offset, c.rows, c.size, ids, padding, real, c.ids, c.size-c.rows, c.real)
+		}
+	}
+	for _, bad := range [][2]int{{8, 3}, {-1, 2}, {11, 0}} {
+		if padded, _, err := p.PadRows(rec, bad[0], bad[1], 4); err == nil {
+			padded.Release()
+			t.Fatalf("rows %d+%d of 10: no error", bad[0], bad[1])
+		}
+	}
+}
+
 func TestPadErrors(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	withFlag := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}, pad.Field()}, nil)

@@ -3,11 +3,17 @@ package predict_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/predict"
@@ -157,6 +163,72 @@ func TestStats(t *testing.T) {
 	s := got[0]
 	if s.Rows != 11 || s.Batches != 3 || s.PaddedRows != 1 || s.PaddingWaste() != 1.0/12 || s.Wall <= 0 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// slowModel is a model whose every Predict takes a while.
+type slowModel struct {
+	device.Model
+	took time.Duration
+}
+
+type slowSession struct {
+	device.Session
+	took time.Duration
+}
+
+func (m slowModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+	s, err := m.Model.Start(ctx, cfg)
+	return slowSession{s, m.took}, err
+}
+
+func (s slowSession) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
+	time.Sleep(s.took)
+	return s.Session.Predict(ctx, b)
+}
+
+// The times in the statistics say where a run waited: the input takes 7s
+// a batch, the device 3s and the consumer 5s, on synctest's clock, and are
+// reported to WithStats and in the log's summary, with one session group
+// and with two.
+func TestStatsTimes(t *testing.T) {
+	for _, groups := range []int{1, 2} {
+		synctest.Test(t, func(t *testing.T) {
+			mem := arrowtest.Allocator(t)
+			f := newFixture(t, mem, 4, 4, 4)
+			slowInput := dataset.New(arrowtest.IDSchema, func(yield func(arrow.RecordBatch, error) bool) {
+				for rec, err := range f.ds.Records() {
+					time.Sleep(7 * time.Second)
+					if !yield(rec, err) {
+						return
+					}
+				}
+			})
+			var logged strings.Builder
+			logger := slog.New(slog.NewTextHandler(&logged, nil))
+			var got predict.Stats
+			model := slowModel{&fakedev.Model{}, 3 * time.Second}
+			for _, opt := range []predict.Option{predict.WithStats(func(s predict.Stats) { got = s }), predict.WithLogger(logger)} {
+				p := fakedev.NewPredictor(t, model, predict.WithBatchSize(4), predict.WithGroups(groups), predict.WithAllocator(mem), opt)
+				for _, err := range p.All(t.Context(), slowInput) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(5 * time.Second)
+				}
+			}
+			if got.DeviceTime != 9*time.Second || got.ConsumerWait != 15*time.Second {
+				t.Fatalf("%d group(s): device %v, consumer %v; want 9s, 15s", groups, got.DeviceTime, got.ConsumerWait)
+			}
+			// With a second group the input is read ahead, while the
+			// consumer waits: it waits less for the input than it takes.
+			if got.InputWait < 7*time.Second || got.InputWait > 21*time.Second || (groups == 1 && got.InputWait != 21*time.Second) {
+				t.Fatalf("%d group(s): input %v, want 21s with one group, 7s..21s with two", groups, got.InputWait)
+			}
+			if !strings.Contains(logged.String(), "stats.device=9s stats.consumer_wait=15s") {
+				t.Fatalf("%d group(s): the log's summary has no times:\n%s", groups, logged.String())
+			}
+		})
 	}
 }
 

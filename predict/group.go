@@ -48,7 +48,7 @@ func (p *Predictor) startGroup(ctx context.Context, padded *arrow.Schema, padder
 		return nil, err
 	}
 	g := &Group{devices: devices}
-	g.step = step{p: p, padder: padder, devices: devices, keep: keep, stats: &g.stats}
+	g.step = step{p: p, padder: padder, devices: devices, keep: keep, stats: &g.stats, clock: newClock()}
 	return g, nil
 }
 

@@ -25,13 +25,12 @@ func release(b device.Batch) {
 func (p *Predictor) inputs(ds *dataset.Dataset, padder *pad.Padder) iter.Seq2[device.Batch, error] {
 	return func(yield func(device.Batch, error) bool) {
 		index := 0
-		for batch, err := range ds.Batches(p.cfg.mem, p.cfg.batchSize) {
+		for span, err := range ds.Spans(p.cfg.mem, p.cfg.batchSize) {
 			if err != nil {
 				yield(device.Batch{}, inputError(index, err))
 				return
 			}
-			rows := int(batch.NumRows())
-			rec, padding, err := padder.PadTo(batch, p.cfg.paddedSize(rows))
+			rec, padding, err := padder.PadRows(span.Record, span.Offset, span.Rows, p.cfg.paddedSize(span.Rows))
 			if err != nil {
 				yield(device.Batch{}, inputError(index, err))
 				return

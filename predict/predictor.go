@@ -178,6 +178,14 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		return err
 	}
 	log := c.logger
+	// The times in the statistics are measured only for someone to read.
+	clk := clock{stopped: c.onStats == nil && !log.Enabled(ctx, slog.LevelInfo)}
+	if !clk.stopped {
+		clk = newClock()
+	}
+	for _, g := range groups {
+		g.step.clock = clk
+	}
 	log.LogAttrs(ctx, slog.LevelInfo, "sessions started", slog.Int("batch_size", c.batchSize), slog.Int("replicas", c.replicas), slog.Int("sessions", c.sessions))
 	defer func() {
 		var errs []error
@@ -202,12 +210,12 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		input = prefetch(ctx, input, c.prefetch, release)
 	}
 	if len(groups) > 1 {
-		return p.runSessions(ctx, input, groups, &st, emit)
+		return p.runSessions(ctx, input, groups, clk, &st, emit)
 	}
 	g := groups[0]
-	waitFrom := time.Now()
+	waitFrom := clk.now()
 	for batch, err := range input {
-		st.InputWait += time.Since(waitFrom)
+		st.InputWait += clk.now() - waitFrom
 		if err != nil {
 			return err
 		}
@@ -215,16 +223,16 @@ func (p *Predictor) run(ctx context.Context, ds *dataset.Dataset, emit func(arro
 		if err != nil {
 			return p.atRunRow(err, batch.Index)
 		}
-		t := time.Now()
+		t := clk.now()
 		ok := emit(rec, batch.Index)
-		st.ConsumerWait += time.Since(t)
+		waitFrom = clk.now()
+		st.ConsumerWait += waitFrom - t
 		if !ok {
 			return context.Cause(ctx)
 		}
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		waitFrom = time.Now()
 	}
 	return nil
 }
@@ -251,6 +259,7 @@ type step struct {
 	outputs *arrow.Schema // the model's output schema, from the first batch
 	schema  *arrow.Schema // the schema of the delivered predictions
 	stats   *Stats
+	clock   clock // times the device
 }
 
 // run takes ownership of b.
@@ -265,7 +274,7 @@ func (s *step) run(ctx context.Context, b device.Batch) (arrow.RecordBatch, erro
 		}
 	}
 
-	t := time.Now()
+	t := s.clock.now()
 	out, err := s.devices.predict(ctx, b)
 	run := b // the rows predicted: all of b, or those bisection kept
 	if err != nil && s.p.cfg.setAside != nil && s.padder != nil && ctx.Err() == nil {
@@ -276,7 +285,7 @@ func (s *step) run(ctx context.Context, b device.Batch) (arrow.RecordBatch, erro
 			run = device.Batch{Index: index, Record: kept}
 		}
 	}
-	s.stats.DeviceTime += time.Since(t)
+	s.stats.DeviceTime += s.clock.now() - t
 	if err != nil {
 		return nil, fmt.Errorf("predict: batch %d: model: %w", index, err)
 	}

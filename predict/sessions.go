@@ -19,7 +19,7 @@ var errDone = errors.New("predict: run done")
 // i goes to group i mod n, and the predictions are handed to emit in input
 // order. A failure, in order, ends the run; every goroutine has stopped
 // and every record not delivered is released when it returns.
-func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], groups []*Group, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
+func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], groups []*Group, clk clock, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
 	n := len(groups)
 	run, cancel := context.WithCancelCause(ctx)
 	defer cancel(errDone)
@@ -45,9 +45,9 @@ func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batc
 			}
 		}()
 		i := 0
-		waitFrom := time.Now()
+		waitFrom := clk.now()
 		for b, err := range input {
-			inputWait += time.Since(waitFrom)
+			inputWait += clk.now() - waitFrom
 			select {
 			case ins[i%n] <- item{b, err}:
 			case <-run.Done():
@@ -58,7 +58,7 @@ func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batc
 				return
 			}
 			i++
-			waitFrom = time.Now()
+			waitFrom = clk.now()
 		}
 	})
 	for g, group := range groups {
@@ -95,9 +95,9 @@ func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batc
 			err = r.err
 			break
 		}
-		t := time.Now()
+		t := clk.now()
 		delivered := emit(r.rec, r.index)
-		st.ConsumerWait += time.Since(t)
+		st.ConsumerWait += clk.now() - t
 		if !delivered {
 			err = context.Cause(ctx)
 			break
