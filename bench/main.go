@@ -40,6 +40,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/drainpipe/drainpipe/bench/internal/servebench"
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
@@ -78,6 +79,9 @@ type config struct {
 }
 
 func main() {
+	if servebench.ClientMain() {
+		return // the clients of a server goal, in a process of their own
+	}
 	rows := flag.Int("rows", 1_000_003, "rows per workload")
 	batch := flag.Int("batch", 256, "batch size")
 	replicas := flag.Int("replicas", 1, "replicas for the drainpipe runners")
