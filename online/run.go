@@ -70,6 +70,7 @@ func (b *Batcher) run(w *predict.Group, j *job) ran {
 func (b *Batcher) answer(r ran) {
 	j, out, err := r.j, r.out, r.err
 	off := int64(0)
+	answered := make([]*request, 0, len(j.segs))
 	for _, s := range j.segs {
 		n := s.rows.NumRows()
 		s.rows.Release()
@@ -80,14 +81,18 @@ func (b *Batcher) answer(r ran) {
 			b.settle(s.req, nil, err)
 			continue
 		}
+		rows := out
 		if n == out.NumRows() {
 			out.Retain() // the whole batch is this request's
-			b.deliver(s.req, s.off, out)
 		} else {
-			b.deliver(s.req, s.off, out.NewSlice(off, off+n))
+			rows = out.NewSlice(off, off+n)
+		}
+		if b.deliver(s.req, s.off, rows) {
+			answered = append(answered, s.req)
 		}
 		off += n
 	}
+	b.announce(answered...)
 	if out != nil {
 		out.Release()
 	}
@@ -138,9 +143,9 @@ type request struct {
 	// Owned by the Batcher's mutex.
 	rec     arrow.RecordBatch // retained while queued
 	rows    int
-	next    int  // rows handed to batches
-	queued  bool // in the queue (or taken out by a batch, partly)
-	arrived time.Time
+	next    int           // rows handed to batches
+	queued  bool          // in the queue (or taken out by a batch, partly)
+	arrived time.Duration // on the Batcher's clock (since)
 	waited  time.Duration // from arrival until its last row left the queue
 
 	// Owned by mu.
@@ -167,24 +172,30 @@ func (r *request) leave() {
 }
 
 // deliver hands r the predictions of its rows from off on. It owns rec.
-func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) {
+// It reports whether r now has its outcome, for the caller to announce.
+func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) bool {
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()
 		rec.Release()
-		return
+		return false
+	}
+	if r.got == 0 && int(rec.NumRows()) == r.rows {
+		// All of r in one batch, as most requests are: nothing to join.
+		r.mu.Unlock()
+		return b.resolve(r, rec, nil)
 	}
 	r.pieces = append(r.pieces, piece{off, rec})
 	r.got += int(rec.NumRows())
 	if r.got < r.rows {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	pieces := r.pieces
 	r.pieces = nil
 	r.mu.Unlock()
 	out, err := b.join(pieces)
-	b.settle(r, out, err)
+	return b.resolve(r, out, err)
 }
 
 // join puts a request's pieces together in row order. It owns them.
@@ -205,6 +216,16 @@ func (b *Batcher) join(pieces []piece) (arrow.RecordBatch, error) {
 // settle gives r its outcome, once: it owns out. It reports whether this
 // call settled r.
 func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
+	if !b.resolve(r, out, err) {
+		return false
+	}
+	b.announce(r)
+	return true
+}
+
+// resolve gives r its outcome, once: it owns out. It reports whether this
+// call did; r's caller waits until r is announced.
+func (b *Batcher) resolve(r *request, out arrow.RecordBatch, err error) bool {
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()
@@ -218,22 +239,32 @@ func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
 	r.pieces = nil
 	r.out, r.err = out, err
 	r.mu.Unlock()
-	// Count the request before its caller wakes, so Stats read after
-	// Predict returns includes it.
-	latency := time.Since(r.arrived)
+	return true
+}
+
+// announce counts resolved requests and wakes their callers: the
+// requests a batch answered, under one lock.
+func (b *Batcher) announce(rs ...*request) {
+	// Count the requests before their callers wake, so Stats read after
+	// Predict returns includes them.
+	now := b.since()
 	b.mu.Lock()
-	waited := r.waited
-	if err == nil {
-		b.stats.answered(r, latency)
-	} else if errors.Is(err, ErrClosed) || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		b.stats.Failures++
+	for _, r := range rs {
+		if r.err == nil {
+			b.stats.answered(r, now-r.arrived, b.began.Add(now))
+		} else if errors.Is(r.err, ErrClosed) || !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+			b.stats.Failures++
+		}
 	}
 	b.mu.Unlock()
-	if o := b.opts.Observer; o != nil && err == nil {
-		o.ObserveRequest(r.rows, waited, latency)
+	for _, r := range rs {
+		// r.waited was set when r's last row left the queue, before the
+		// batch that answered it ran.
+		if o := b.opts.Observer; o != nil && r.err == nil {
+			o.ObserveRequest(r.rows, r.waited, now-r.arrived)
+		}
+		close(r.done)
 	}
-	close(r.done)
-	return true
 }
 
 func pieceRecords(ps []piece) []arrow.RecordBatch {

@@ -99,13 +99,13 @@ func (s *onlineStats) batch(j *job, device time.Duration) {
 	s.DeviceTime += device
 }
 
-func (s *onlineStats) answered(r *request, latency time.Duration) {
+func (s *onlineStats) answered(r *request, latency time.Duration, at time.Time) {
 	s.Requests++
 	s.Rows += int64(r.rows)
 	s.latency.add(latency)
 	s.QueueTime += r.waited
 	s.LatencyTime += latency
-	s.LastAnswer = time.Now()
+	s.LastAnswer = at
 }
 
 // window keeps the most recent durations.

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
-	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/predict"
@@ -166,27 +165,6 @@ func TestStats(t *testing.T) {
 	}
 }
 
-// slowModel is a model whose every Predict takes a while.
-type slowModel struct {
-	device.Model
-	took time.Duration
-}
-
-type slowSession struct {
-	device.Session
-	took time.Duration
-}
-
-func (m slowModel) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
-	s, err := m.Model.Start(ctx, cfg)
-	return slowSession{s, m.took}, err
-}
-
-func (s slowSession) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
-	time.Sleep(s.took)
-	return s.Session.Predict(ctx, b)
-}
-
 // The times in the statistics say where a run waited: the input takes 7s
 // a batch, the device 3s and the consumer 5s, on synctest's clock, and are
 // reported to WithStats and in the log's summary, with one session group
@@ -207,7 +185,7 @@ func TestStatsTimes(t *testing.T) {
 			var logged strings.Builder
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
 			var got predict.Stats
-			model := slowModel{&fakedev.Model{}, 3 * time.Second}
+			model := &fakedev.Model{Takes: func(int) time.Duration { return 3 * time.Second }}
 			for _, opt := range []predict.Option{predict.WithStats(func(s predict.Stats) { got = s }), predict.WithLogger(logger)} {
 				p := fakedev.NewPredictor(t, model, predict.WithBatchSize(4), predict.WithGroups(groups), predict.WithAllocator(mem), opt)
 				for _, err := range p.All(t.Context(), slowInput) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -42,6 +43,11 @@ type Model struct {
 	// Poison, if set, fails every batch holding a real row whose id it
 	// reports true for, as a model fails on a value it cannot take.
 	Poison func(id int64) bool
+	// Takes, if set, is the time Predict takes on a batch of rows rows:
+	// slept, or with Spin spent on the CPU, as a device on the host's
+	// cores spends it.
+	Takes func(rows int) time.Duration
+	Spin  bool
 
 	Starts, Shutdowns, Predicts atomic.Int32
 	// Live counts sessions started and not yet shut down.
@@ -121,6 +127,15 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 		}
 	}
 	rows := int(b.Record.NumRows())
+	if m.Takes != nil {
+		d := m.Takes(rows)
+		if m.Spin {
+			for began := time.Now(); time.Since(began) < d; { //nolint:revive // the device is busy
+			}
+		} else {
+			time.Sleep(d)
+		}
+	}
 	if m.Poison != nil {
 		ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
 		for i := range b.Rows() {
