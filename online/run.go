@@ -38,7 +38,15 @@ func (b *Batcher) runWorker(w *predict.Group) {
 		}
 	})
 	for j := range b.work {
-		done <- b.run(w, j)
+		for j != nil {
+			done <- b.run(w, j)
+			// Take the next batch, if one is due, straight away: handing
+			// it over through the dispatcher left the device idle for
+			// two goroutine switches a batch.
+			b.mu.Lock()
+			j, _, _ = b.next(1)
+			b.mu.Unlock()
+		}
 		b.free <- struct{}{} // buffered for every worker: never blocks
 	}
 	close(done)
