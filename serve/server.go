@@ -164,6 +164,12 @@ func (s *Server) isReady() bool {
 	}
 }
 
+// grpcWorkers is how many goroutines gRPC keeps to run requests on. An
+// infer request waits for its batch, so each needs a goroutine: kept ones
+// reuse their grown stacks, where a new goroutine a request grew its stack
+// every time. Requests beyond them run on new goroutines.
+const grpcWorkers = 256
+
 // Run serves REST on httpLn and gRPC on grpcLn (either may be nil) until
 // ctx ends, then shuts down gracefully: readiness turns false, the
 // listeners close, the requests taken are answered, and every model's
@@ -194,6 +200,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	if grpcLn != nil {
 		service := &grpcService{s: s}
 		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
+			grpc.NumStreamWorkers(grpcWorkers),
 			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
 		if s.cfg.tls != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))

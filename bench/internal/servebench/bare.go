@@ -117,7 +117,7 @@ func StartBare() (restURL, grpcAddr string, stop func(), err error) {
 		return "", "", nil, err
 	}
 	hs := &http.Server{Handler: http.HandlerFunc(bareREST)}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.NumStreamWorkers(256)) // the model server's setting
 	pb.RegisterGRPCInferenceServiceServer(gs, bareGRPC{})
 	go hs.Serve(hl)
 	go gs.Serve(gl)
