@@ -10,15 +10,15 @@ import (
 )
 
 // partWriter cuts the prediction stream into parts of PartRows rows,
-// written in records of chunk rows counted from the part's start, so a
-// part's bytes do not depend on how the rows arrived. It drops rowColumn,
-// after noting the input rows each part covers.
+// written in records of chunkRows rows counted from the part's start (the
+// last of a part shorter), so a part's bytes do not depend on how the rows
+// arrived. It drops rowColumn, after noting the input rows each part
+// covers.
 type partWriter struct {
 	inject func(phase string, n int) error // tests' failures
 	parts  *parts
 	stream *outputStream // a fresh run's file output, written as it goes; nil otherwise
 	mem    memory.Allocator
-	chunk  int
 	aside  *aside // SetAside mode, else nil
 	schema *arrow.Schema
 	cur    *sink.Writer
@@ -30,16 +30,28 @@ type partWriter struct {
 	lastRow     int64 // input row of the last row written
 }
 
+// chunkRows is the rows of a record written to a part. A writer's cost a
+// record (Parquet's levels and pages, IPC's messages) is paid once per
+// chunk, not once per batch: records of a batch of 256 rows made a folder
+// output's writing a quarter dearer.
+const chunkRows = 1 << 14
+
 func (w *partWriter) write(rec arrow.RecordBatch) error {
 	if w.schema == nil {
 		w.schema = predictionSchema(rec.Schema())
 	}
 	for off := int64(0); off < rec.NumRows(); {
-		take := min(int64(w.chunk-w.pendingRows), rec.NumRows()-off)
+		// A chunk ends at chunkRows, or at the end of the part.
+		inPart := int(w.rows)
+		if w.cur == nil {
+			inPart = 0 // the next part's first chunk
+		}
+		chunk := min(chunkRows, w.parts.m.PartRows-inPart)
+		take := min(int64(chunk-w.pendingRows), rec.NumRows()-off)
 		w.pending = append(w.pending, rec.NewSlice(off, off+take))
 		w.pendingRows += int(take)
 		off += take
-		if w.pendingRows == w.chunk {
+		if w.pendingRows == chunk {
 			if err := w.flush(); err != nil {
 				return err
 			}

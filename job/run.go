@@ -136,7 +136,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail}
 	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
-		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, chunk: cfg.BatchSize, aside: a, stream: r.stream}
+		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, aside: a, stream: r.stream}
 	})
 	if err != nil {
 		return nil, err
