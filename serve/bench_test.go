@@ -3,6 +3,8 @@ package serve
 import (
 	"encoding/json"
 	"testing"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
 // BenchmarkRESTCodec decodes a 32-row infer request of 64 features and
@@ -31,6 +33,39 @@ func BenchmarkRESTCodec(b *testing.B) {
 			if _, err := json.Marshal(resp); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// BenchmarkGRPCCodec decodes a 32-row infer request of 64 features in
+// raw_input_contents and encodes a raw response of its size: the codec
+// work of one gRPC request, past protobuf.
+func BenchmarkGRPCCodec(b *testing.B) {
+	data := make([]float32, 32*64)
+	for i := range data {
+		data[i] = float32(i%113)/56 - 1
+	}
+	raw := datatypes["FP32"].toRaw(data)
+	in := &pb.ModelInferRequest{ModelName: "m", Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: "features", Datatype: "FP32", Shape: []int64{32, 64}}}, RawInputContents: [][]byte{raw}}
+	resp := &inferResponse{model: "m", version: "1", rows: 32, outputs: []*tensor{
+		{name: "class", datatype: "INT64", shape: []int64{32}, data: make([]int64, 32)},
+		{name: "probabilities", datatype: "FP32", shape: []int64{32, 10}, data: data[:320]}}}
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			req, err := decodeGRPC(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := datatypes["FP32"].check(req.inputs[0].data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			encodeGRPC(resp, true)
 		}
 	})
 }

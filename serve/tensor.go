@@ -142,6 +142,14 @@ func (d numeric[T, W]) fromContents(c *pb.InferTensorContents) (any, error) {
 
 func (d numeric[T, W]) fromRaw(b []byte, n int) (any, error) {
 	vals := make([]T, n)
+	if nativeLittleEndian {
+		// The protocol's raw contents are little-endian, as the host is:
+		// a copy, not a conversion an element.
+		if copy(bytesOf(vals), b) != len(b) || len(b) != n*elemSize[T]() {
+			return nil, fmt.Errorf("%d raw bytes for %d elements of %d bytes", len(b), n, elemSize[T]())
+		}
+		return vals, nil
+	}
 	if _, err := binary.Decode(b, binary.LittleEndian, vals); err != nil {
 		return nil, err
 	}
@@ -161,16 +169,16 @@ func (d numeric[T, W]) toContents(data any) *pb.InferTensorContents {
 
 func (d numeric[T, W]) toRaw(data any) []byte {
 	vals := data.([]T)
-	var zero T
-	b, _ := binary.Append(make([]byte, 0, len(vals)*int(unsafe.Sizeof(zero))), binary.LittleEndian, vals)
+	if nativeLittleEndian {
+		return append([]byte(nil), bytesOf(vals)...)
+	}
+	b, _ := binary.Append(make([]byte, 0, len(vals)*elemSize[T]()), binary.LittleEndian, vals)
 	return b
 }
 
 func (d numeric[T, W]) column(data any) arrow.ArrayData {
 	vals := data.([]T)
-	var zero T
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)*int(unsafe.Sizeof(zero)))
-	return array.NewData(d.typ, len(vals), []*memory.Buffer{nil, memory.NewBufferBytes(b)}, nil, 0, 0)
+	return array.NewData(d.typ, len(vals), []*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(vals))}, nil, 0, 0)
 }
 
 func (d numeric[T, W]) values(a arrow.Array, off, n int) (any, error) {
@@ -179,25 +187,64 @@ func (d numeric[T, W]) values(a arrow.Array, off, n int) (any, error) {
 	}
 	data := a.Data()
 	buf := data.Buffers()[1].Bytes()
-	var zero T
-	all := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)/int(unsafe.Sizeof(zero)))
+	all := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)/elemSize[T]())
 	start := data.Offset() + off
 	return append([]T(nil), all[start:start+n]...), nil
 }
 
 func (d numeric[T, W]) check(data any) (int, error) {
-	var zero T
-	switch any(zero).(type) {
-	case float32, float64:
+	i := -1
+	switch vals := data.(type) {
+	case []float32:
+		i = firstNonFinite(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)), 0x7f800000)
+	case []float64:
+		i = firstNonFinite(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)), 0x7ff0000000000000)
 	default:
 		return -1, nil // every integer is a value a model can take
 	}
-	for i, v := range data.([]T) {
-		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			return i, fmt.Errorf("%v is not finite", v)
-		}
+	if i >= 0 {
+		return i, fmt.Errorf("%v is not finite", data.([]T)[i])
 	}
 	return -1, nil
+}
+
+// firstNonFinite returns the index of the first NaN or infinity (every
+// exponent bit set) among float bits, or -1. A chunk of 64 is first
+// tested without a branch an element, so the common case, every value
+// finite, runs at memory speed.
+func firstNonFinite[U uint32 | uint64](bits []U, exp U) int {
+	top := ^(^U(0) >> 1)
+	for start := 0; start < len(bits); start += 64 {
+		chunk := bits[start:min(start+64, len(bits))]
+		var flag U
+		for _, v := range chunk {
+			x := v&exp ^ exp     // zero for NaN and ±Inf; otherwise below top
+			flag |= (x - 1) &^ x // top set only where x was zero
+		}
+		if flag&top != 0 {
+			for i, v := range chunk {
+				if v&exp == exp {
+					return start + i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// nativeLittleEndian reports whether the host stores numbers as the
+// protocol's raw contents do.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// elemSize returns the bytes of one T.
+func elemSize[T number]() int {
+	var zero T
+	return int(unsafe.Sizeof(zero))
+}
+
+// bytesOf views vals as their bytes, in the host's order.
+func bytesOf[T number](vals []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)*elemSize[T]())
 }
 
 // boolType is BOOL: one byte per element raw, bits in Arrow.
