@@ -120,8 +120,8 @@ func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) 
 		code = status.Code(err)
 	}
 	remote := ""
-	if p, ok := peer.FromContext(ctx); ok {
-		remote = p.Addr.String()
+	if p, ok := peer.FromContext(ctx); ok && g.s.logsRequests(ctx) {
+		remote = p.Addr.String() // for the access log alone
 	}
 	g.s.finish(ctx, "grpc", in.GetModelName(), code.String(), remote, req, resp, time.Since(began), err)
 	return out, err

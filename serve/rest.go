@@ -303,8 +303,8 @@ func lenOf(data any) int { return reflect.ValueOf(data).Len() }
 // finish writes the access log and the request metrics.
 func (s *Server) finish(ctx context.Context, protocol, model, code, remote string, req *inferRequest, resp *inferResponse, took time.Duration, err error) {
 	s.metrics.request(s.modelLabel(model), protocol, code, took)
-	if !s.cfg.accessLog || !s.cfg.logger.Enabled(ctx, slog.LevelInfo) {
-		return // a line a request costs CPU a busy server may not spare
+	if !s.logsRequests(ctx) {
+		return
 	}
 	attrs := []slog.Attr{slog.String("protocol", protocol), slog.String("model", model), slog.String("code", code), slog.Duration("took", took)}
 	if req != nil && req.id != "" {
@@ -320,6 +320,12 @@ func (s *Server) finish(ctx context.Context, protocol, model, code, remote strin
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	s.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+}
+
+// logsRequests reports whether the access log is on: a line a request
+// costs CPU a busy server may not spare, so it is off by default.
+func (s *Server) logsRequests(ctx context.Context) bool {
+	return s.cfg.accessLog && s.cfg.logger.Enabled(ctx, slog.LevelInfo)
 }
 
 // unknownModel is the metrics' model label of every name the server does

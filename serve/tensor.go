@@ -40,6 +40,8 @@ type dtype interface {
 	fromContents(c *pb.InferTensorContents) (any, error)
 	fromRaw(b []byte, n int) (any, error)
 	toContents(data any) *pb.InferTensorContents
+	// toRaw returns data's raw contents, which may share its memory (data
+	// is an output's own copy, values').
 	toRaw(data any) []byte
 	// column makes an Arrow array over data without copying it.
 	column(data any) arrow.ArrayData
@@ -170,7 +172,7 @@ func (d numeric[T, W]) toContents(data any) *pb.InferTensorContents {
 func (d numeric[T, W]) toRaw(data any) []byte {
 	vals := data.([]T)
 	if nativeLittleEndian {
-		return append([]byte(nil), bytesOf(vals)...)
+		return bytesOf(vals)
 	}
 	b, _ := binary.Append(make([]byte, 0, len(vals)*elemSize[T]()), binary.LittleEndian, vals)
 	return b
