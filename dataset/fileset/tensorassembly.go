@@ -26,10 +26,16 @@ func regularRows(def, rep []int16, k int, valueDef int16) int {
 }
 
 // equalPrefix returns how many of the levels, from the first, equal v;
-// four at a time.
+// sixteen at a time (four words of four), then four, then one.
 func equalPrefix(levels []int16, v int16) int {
 	word := uint64(uint16(v)) * 0x0001_0001_0001_0001
 	i := 0
+	for ; i+16 <= len(levels); i += 16 {
+		p := (*[4]uint64)(unsafe.Pointer(&levels[i]))
+		if (p[0]^word)|(p[1]^word)|(p[2]^word)|(p[3]^word) != 0 {
+			break
+		}
+	}
 	for ; i+4 <= len(levels); i += 4 {
 		if *(*uint64)(unsafe.Pointer(&levels[i])) != word {
 			break
