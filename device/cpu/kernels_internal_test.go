@@ -40,6 +40,13 @@ func BenchmarkFirstNonFinite(b *testing.B) {
 	}
 }
 
+// exp32 is e**x as softmax computes it.
+func exp32(x float32) float32 {
+	v := []float32{x}
+	expShifted(v, 0)
+	return v[0]
+}
+
 func TestExp32(t *testing.T) {
 	worst := 0.0
 	for i := range 200_000 {
@@ -174,5 +181,20 @@ func benchLayers(m *MLP, s *session, serial bool, x, out []float32, after func(l
 			after(l, y)
 		}
 		in = y
+	}
+}
+
+// BenchmarkSoftmax is the output layer's softmax over a batch of 256 rows
+// of 10 classes.
+func BenchmarkSoftmax(b *testing.B) {
+	src, x := make([]float32, 256*10), make([]float32, 256*10)
+	for i := range src {
+		src[i] = float32(i%37)/4 - 4
+	}
+	for b.Loop() {
+		copy(x, src)
+		for r := 0; r < len(x); r += 10 {
+			softmax(x[r : r+10])
+		}
 	}
 }
