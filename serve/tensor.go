@@ -7,6 +7,8 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/drainpipe/drainpipe/internal/finite"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -198,9 +200,9 @@ func (d numeric[T, W]) check(data any) (int, error) {
 	i := -1
 	switch vals := data.(type) {
 	case []float32:
-		i = firstNonFinite(unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)), 0x7f800000)
+		i = finite.Index32(vals)
 	case []float64:
-		i = firstNonFinite(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(vals))), len(vals)), 0x7ff0000000000000)
+		i = finite.Index64(vals)
 	default:
 		return -1, nil // every integer is a value a model can take
 	}
@@ -208,30 +210,6 @@ func (d numeric[T, W]) check(data any) (int, error) {
 		return i, fmt.Errorf("%v is not finite", data.([]T)[i])
 	}
 	return -1, nil
-}
-
-// firstNonFinite returns the index of the first NaN or infinity (every
-// exponent bit set) among float bits, or -1. A chunk of 64 is first
-// tested without a branch an element, so the common case, every value
-// finite, runs at memory speed.
-func firstNonFinite[U uint32 | uint64](bits []U, exp U) int {
-	top := ^(^U(0) >> 1)
-	for start := 0; start < len(bits); start += 64 {
-		chunk := bits[start:min(start+64, len(bits))]
-		var flag U
-		for _, v := range chunk {
-			x := v&exp ^ exp     // zero for NaN and ±Inf; otherwise below top
-			flag |= (x - 1) &^ x // top set only where x was zero
-		}
-		if flag&top != 0 {
-			for i, v := range chunk {
-				if v&exp == exp {
-					return start + i
-				}
-			}
-		}
-	}
-	return -1
 }
 
 // nativeLittleEndian reports whether the host stores numbers as the

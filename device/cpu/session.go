@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/drainpipe/drainpipe/internal/finite"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -90,25 +92,13 @@ func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch,
 		return nil, err
 	}
 	if !s.m.AllowNonFinite {
-		if i := firstNonFinite(x[:live*s.m.InputSize()]); i >= 0 {
+		if i := finite.Index32(x[:live*s.m.InputSize()]); i >= 0 {
 			row := i / s.m.InputSize()
 			return nil, &device.RowError{Row: int64(row), Column: s.m.feature(),
 				Err: fmt.Errorf("%w: value %d is %v", ErrNonFinite, i%s.m.InputSize(), x[i])}
 		}
 	}
 	return s.forward(x, live, rows), nil
-}
-
-// firstNonFinite returns the index of the first NaN or infinite value, or
-// -1. v-v is 0 for every finite v and NaN otherwise; the loop does one
-// subtraction and one compare a value.
-func firstNonFinite(x []float32) int {
-	for i, v := range x {
-		if v-v != 0 {
-			return i
-		}
-	}
-	return -1
 }
 
 // forward runs the model over the first live rows of x and returns the
