@@ -7,12 +7,17 @@ import "unsafe"
 
 // Index32 returns the index of the first NaN or ±Inf in x, or -1.
 func Index32(x []float32) int {
-	if len(x) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(x)))%8 != 0 {
-		// The words below must be aligned: one float first.
-		if first(bits32(x[:1]), 0x7f800000) == 0 {
+	const exp32 = 0x7f800000
+	if addr := uintptr(unsafe.Pointer(unsafe.SliceData(x))); len(x) > 0 && addr%8 != 0 {
+		// The words below must be aligned: one float first, or, for
+		// floats not even at their own alignment, a float at a time.
+		if addr%4 != 0 {
+			return first(bits32(x), exp32)
+		}
+		if first(bits32(x[:1]), exp32) == 0 {
 			return 0
 		}
-		if i := Index32(x[1:]); i >= 0 {
+		if i := Index32(x[1:]); i >= 0 { // aligned now: no further call
 			return i + 1
 		}
 		return -1
@@ -35,10 +40,10 @@ func Index32(x []float32) int {
 		}
 		if flag&hi != 0 {
 			end := min(2*(start+32), len(x))
-			return 2*start + first(bits32(x[2*start:end]), 0x7f800000)
+			return 2*start + first(bits32(x[2*start:end]), exp32)
 		}
 	}
-	if len(x)%2 == 1 && first(bits32(x[len(x)-1:]), 0x7f800000) == 0 {
+	if len(x)%2 == 1 && first(bits32(x[len(x)-1:]), exp32) == 0 {
 		return len(x) - 1
 	}
 	return -1

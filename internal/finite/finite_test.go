@@ -3,6 +3,7 @@ package finite
 import (
 	"math"
 	"testing"
+	"unsafe"
 )
 
 // TestIndex puts NaN and ±Inf at every place of slices around the chunk
@@ -50,8 +51,18 @@ func BenchmarkIndex32(b *testing.B) {
 	}
 }
 
-// TestIndex32Unaligned starts the slice at every float of a word.
+// TestIndex32Unaligned starts the slice at every float of a word, and at
+// addresses floats are not aligned to.
 func TestIndex32Unaligned(t *testing.T) {
+	raw := make([]byte, 4*301)
+	for shift := 1; shift < 4; shift++ {
+		odd := unsafe.Slice((*float32)(unsafe.Pointer(&raw[shift])), 300)
+		clear(raw)
+		odd[150] = float32(math.Inf(1))
+		if i := Index32(odd); i != 150 {
+			t.Fatalf("floats at byte %d, Inf at 150: Index32 = %d", shift, i)
+		}
+	}
 	base := make([]float32, 300)
 	for off := range 4 {
 		for at := off; at < len(base); at += 37 {
