@@ -7,12 +7,11 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/drainpipe/drainpipe/internal/finite"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/internal/finite"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drainpipe/drainpipe/internal/finite"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/internal/finite"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
