@@ -24,37 +24,51 @@ import (
 // syntax), building it into the user's cache folder if it is not there
 // yet.
 func Binary(pkg, version string) (string, error) {
+	name := path.Base(pkg)
+	dir, err := cached(name+"-"+version, name, func(tmp string) error {
+		cmd := exec.Command("go", "install", pkg+"@"+version)
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s@%s: %w: %s", pkg, version, err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// cached returns the folder name in the user's cache folder, made by
+// install (into an empty folder it is given) unless it already holds
+// done. It is made aside and renamed into place, so packages whose tests
+// make it at once each get a whole one.
+func cached(name, done string, install func(tmp string) error) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	name := path.Base(pkg)
-	dir := filepath.Join(cache, "drainpipe-test", name+"-"+version)
-	bin := filepath.Join(dir, name)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
+	dir := filepath.Join(cache, "drainpipe-test", name)
+	if _, err := os.Stat(filepath.Join(dir, done)); err == nil {
+		return dir, nil
 	}
-	// Built into a folder of its own, then renamed: packages whose tests
-	// build it at once each get a whole binary.
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "make-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "install", pkg+"@"+version)
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s@%s: %w: %s", pkg, version, err, out)
+	if err := install(tmp); err != nil {
+		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
-		if _, serr := os.Stat(bin); serr != nil {
+		if _, serr := os.Stat(filepath.Join(dir, done)); serr != nil {
 			return "", err
 		}
 	}
-	return bin, nil
+	return dir, nil
 }
 
 // Start runs bin with args (which take the address from addr, given a
@@ -118,35 +132,14 @@ const clockTicks = 100
 // with its dependencies, into the user's cache folder under name, which
 // it installs the first time. A machine without npm gets an error.
 func NPM(name, spec string) (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "drainpipe-test", name)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
-		return dir, nil
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		return "", errors.New("npm is not on the PATH")
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	// Installed into a folder of its own, then renamed: packages whose
-	// tests install it at once each get a whole one.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", spec)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm install %s: %w: %s", spec, err, out)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
-		if _, serr := os.Stat(filepath.Join(dir, "node_modules")); serr != nil {
-			return "", err
+	return cached(name, "node_modules", func(tmp string) error {
+		if _, err := exec.LookPath("npm"); err != nil {
+			return errors.New("npm is not on the PATH")
 		}
-	}
-	return dir, nil
+		cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", spec)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("npm install %s: %w: %s", spec, err, out)
+		}
+		return nil
+	})
 }
