@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 
@@ -107,13 +106,8 @@ func bareREST(w http.ResponseWriter, r *http.Request) {
 
 // StartBare starts the bare servers on loopback; stop ends them.
 func StartBare() (restURL, grpcAddr string, stop func(), err error) {
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	hl, gl, err := listenTwo()
 	if err != nil {
-		return "", "", nil, err
-	}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		hl.Close()
 		return "", "", nil, err
 	}
 	hs := &http.Server{Handler: http.HandlerFunc(bareREST)}

@@ -207,13 +207,8 @@ func Serve(spec serve.ModelSpec) (restURL, grpcAddr string, stop func() error, e
 	if err != nil {
 		return "", "", nil, err
 	}
-	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	httpLn, grpcLn, err := listenTwo()
 	if err != nil {
-		return "", "", nil, err
-	}
-	grpcLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		httpLn.Close()
 		return "", "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -224,4 +219,19 @@ func Serve(spec serve.ModelSpec) (restURL, grpcAddr string, stop func() error, e
 		cancel()
 		return <-done
 	}, nil
+}
+
+// listenTwo listens on two free loopback ports, for a server's REST and
+// gRPC sides.
+func listenTwo() (httpLn, grpcLn net.Listener, err error) {
+	httpLn, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	grpcLn, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		httpLn.Close()
+		return nil, nil, err
+	}
+	return httpLn, grpcLn, nil
 }
