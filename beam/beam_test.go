@@ -27,6 +27,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 const (
@@ -339,5 +340,66 @@ func TestPipelineOnS3(t *testing.T) {
 	}
 	if n, err := ds.Count(); err != nil || n != totalRows {
 		t.Fatalf("the output folder by URL: %d rows, %v", n, err)
+	}
+}
+
+// An input replaced while the pipeline runs, between the plan and a
+// shard's read, fails that shard with storage.ErrChanged: the shards of
+// one input read the version the plan saw, never a mix of two (a store
+// that honours If-Match lets each shard read a consistent new version,
+// so only the plan's version, carried to the shard, can tell).
+func TestInputReplacedMidPipelineFails(t *testing.T) {
+	dir := inputs(t)
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "beam")
+	put := func(name string, data []byte) {
+		o := storage.NewOpener()
+		defer o.Close()
+		if err := o.WriteFile(context.Background(), srv.URL("beam", name), data, true); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, name := range []string{"a.parquet", "model.dpmlp"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(name, data)
+	}
+	// The new version: the same layout (20,000 rows in groups of 4,096),
+	// other values.
+	other := filepath.Join(t.TempDir(), "a.parquet")
+	all := dataset.UniformTensors(memory.DefaultAllocator, 20_000, width, 4096, 6)
+	w, err := sink.Create(other, all.Schema(), sink.WithRowGroupRows(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Copy(w, all.Records()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	replacement, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	fault := func(sh Shard) error {
+		if sh.Index == 1 {
+			once.Do(func() { put("a.parquet", replacement) })
+		}
+		return nil
+	}
+	testFault.Store(&fault)
+	defer testFault.Store(nil)
+	cfg := Config{Inputs: []string{srv.URL("beam", "a.parquet")}, Model: srv.URL("beam", "model.dpmlp"),
+		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+	err = run(t, cfg)
+	if err == nil || !strings.Contains(err.Error(), storage.ErrChanged.Error()) || !strings.Contains(err.Error(), "s3://beam/a.parquet") {
+		t.Fatalf("pipeline over an input replaced mid-run: %v, want the input named as changed", err)
+	}
+	if _, err := os.Stat(filepath.Join(bucket, "out", SuccessName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("_SUCCESS over a mix of versions: %v", err)
 	}
 }

@@ -23,6 +23,12 @@ type Shard struct {
 	Index int    // the part of the file
 	Count int    // the file's parts
 	Rows  int64  // rows the part's metadata declares; -1 if unknown
+	// Version is the input object's version (its ETag) and Size its size
+	// when the shards were planned: every shard of it reads that version
+	// or fails with storage.ErrChanged, so an input replaced while the
+	// pipeline runs is never mixed across shards. Empty for a local file.
+	Version string
+	Size    int64
 }
 
 // Name is the shard's output file name: the same on every attempt, so a
@@ -34,22 +40,30 @@ func (s Shard) Name() string {
 // Expand lists the shards of the files the patterns name: a Parquet file
 // of R rows in G row groups becomes min(G, ⌈R/rowsPerShard⌉) shards, any
 // other file one.
-func Expand(patterns []string, rowsPerShard int64) ([]Shard, error) {
+func Expand(ctx context.Context, patterns []string, rowsPerShard int64) ([]Shard, error) {
 	paths, err := fileset.Expand(patterns)
 	if err != nil {
 		return nil, err
 	}
+	objects := storage.NewOpener()
+	defer objects.Close()
 	var shards []Shard
 	for f, path := range paths {
 		fm, err := format.Of(path)
 		if err != nil {
 			return nil, err
 		}
+		var pin storage.Info
+		if storage.IsURL(path) {
+			if pin, err = objects.Pin(ctx, path); err != nil {
+				return nil, fmt.Errorf("dpbeam: %w", err)
+			}
+		}
 		if fm != format.Parquet {
-			shards = append(shards, Shard{Path: path, File: f, Index: 0, Count: 1, Rows: -1})
+			shards = append(shards, Shard{Path: path, File: f, Index: 0, Count: 1, Rows: -1, Version: pin.ETag, Size: pin.Size})
 			continue
 		}
-		groups, err := rowGroups(path)
+		groups, err := rowGroups(ctx, objects, path)
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +77,7 @@ func Expand(patterns []string, rowsPerShard int64) ([]Shard, error) {
 		}
 		count = max(count, 1)
 		for i := range count {
-			sh := Shard{Path: path, File: f, Index: i, Count: count}
+			sh := Shard{Path: path, File: f, Index: i, Count: count, Version: pin.ETag, Size: pin.Size}
 			for g := i; g < len(groups); g += count {
 				sh.Rows += groups[g]
 			}
@@ -74,11 +88,9 @@ func Expand(patterns []string, rowsPerShard int64) ([]Shard, error) {
 }
 
 // rowGroups returns the rows of each row group of a Parquet file, from
-// its footer.
-func rowGroups(path string) ([]int64, error) {
-	objects := storage.NewOpener()
-	defer objects.Close()
-	f, err := objects.Open(context.Background(), path)
+// its footer, read at the version objects pinned.
+func rowGroups(ctx context.Context, objects *storage.Opener, path string) ([]int64, error) {
+	f, err := objects.Open(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("dpbeam: %w", err)
 	}

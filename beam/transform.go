@@ -150,7 +150,7 @@ func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard
 			return fmt.Errorf("dpbeam: output: %w", err)
 		}
 	}
-	shards, err := Expand(f.Cfg.Inputs, f.Cfg.RowsPerShard)
+	shards, err := Expand(ctx, f.Cfg.Inputs, f.Cfg.RowsPerShard)
 	if err != nil {
 		return err
 	}
@@ -202,6 +202,9 @@ func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Resu
 		BatchSize: f.Cfg.BatchSize, Shard: fileset.Shard{Index: sh.Index, Count: sh.Count},
 		ReadRows: f.Cfg.ReadRows, CSVSample: f.Cfg.CSVSample, MaxMemory: f.Cfg.MaxMemory,
 		Logger: slog.Default().With("shard", sh.Name()),
+	}
+	if sh.Version != "" {
+		cfg.Pinned = map[string]storage.Info{sh.Path: {Size: sh.Size, ETag: sh.Version}}
 	}
 	if f.Cfg.SetAside != "" {
 		cfg.SetAside = storage.Join(f.Cfg.SetAside, sh.Name())

@@ -96,6 +96,12 @@ type Config struct {
 	// an error naming its file, row and column.
 	SetAside string
 
+	// Pinned, if set, holds input objects' versions as a planner saw them
+	// (storage.Opener.Pin, perhaps in another process, as Beam's expansion
+	// of a job into shards): an input found at another version is
+	// storage.ErrChanged, so the shards of one input never mix versions.
+	Pinned map[string]storage.Info
+
 	// MaxMemory bounds what the reader of one input file may hold at once
 	// (fileset.WithMaxMemory); 0 derives it from the file's size.
 	MaxMemory int64
@@ -176,6 +182,14 @@ func (c *Config) defaults() error {
 		return errors.New("job: a model and its input size are required")
 	}
 	return nil
+}
+
+// openStore sets the run's Opener, with the inputs Pinned pinned.
+func (c *Config) openStore() {
+	c.store = storage.NewOpener()
+	for name, v := range c.Pinned {
+		c.store.Expect(name, v)
+	}
 }
 
 // kept returns the input columns passed through beside the predictions:

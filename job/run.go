@@ -28,7 +28,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	cfg.store = storage.NewOpener()
+	cfg.openStore()
 	defer cfg.store.Close()
 	r := &run{cfg: &cfg, began: time.Now()}
 	held, err := r.prepare(ctx)

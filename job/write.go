@@ -16,7 +16,6 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/sink"
-	"github.com/drainpipe/drainpipe/storage"
 )
 
 // output is where the write layer puts the predictions: records of the
@@ -209,7 +208,7 @@ func (c *Config) whole(ctx context.Context, open func(a *aside, read *arrow.Sche
 	if c.Resume {
 		return nil, errors.New("job: Resume continues Run's parts; this job is written whole")
 	}
-	c.store = storage.NewOpener()
+	c.openStore()
 	defer c.store.Close()
 	files, err := fileset.Expand(c.Inputs)
 	if err != nil {

@@ -14,10 +14,13 @@
 // (Read). A request the server refuses (500, 503 SlowDown) is retried by
 // the SDK's retryer; a response cut mid-body is asked for again from
 // where it stopped, a bounded number of times. An Opener pins each
-// object's version from its first look on (If-Match its ETag), so an
-// object replaced under a read, or between a job's plan and its read, is
-// [ErrChanged], never a mix of two versions; it counts each object's
-// requests and bytes ([Opener.Traffic]).
+// object's version from its first look on (or from a planner's, carried
+// over: [Opener.Expect]): every request asks for it (If-Match its ETag,
+// its generation on GCS) and every response is checked to be it, for
+// some stores ignore the condition; so an object replaced under a read,
+// or between a job's plan and its read, is [ErrChanged], never a mix of
+// two versions. It counts each object's requests and bytes
+// ([Opener.Traffic]).
 //
 // Writing: [Opener.Create] writes a file or object that appears whole or
 // not at all (a local file renamed into place; an object whose upload,

@@ -88,11 +88,15 @@ func httpFetch(name, version string) func(context.Context, int64, int64) (io.Rea
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case resp.StatusCode == http.StatusPartialContent:
+		ok := resp.StatusCode == http.StatusPartialContent || resp.StatusCode == http.StatusOK && off == 0 // the whole file, from its start
+		if ok {
+			if err := sameVersion(resp.Header, version); err != nil {
+				resp.Body.Close()
+				return nil, err
+			}
 			return resp.Body, nil
-		case resp.StatusCode == http.StatusOK && off == 0:
-			return resp.Body, nil // the whole file, from its start
+		}
+		switch {
 		case resp.StatusCode == http.StatusOK:
 			resp.Body.Close()
 			return nil, errors.New("the server ignores range requests")
@@ -100,6 +104,22 @@ func httpFetch(name, version string) func(context.Context, int64, int64) (io.Rea
 		resp.Body.Close()
 		return nil, statusError(resp.StatusCode)
 	}
+}
+
+// sameVersion checks a response against the version a read is pinned to,
+// for a server may ignore If-Match and serve what it holds now.
+func sameVersion(h http.Header, version string) error {
+	if version == "" {
+		return nil
+	}
+	got := h.Get("ETag")
+	if !strings.HasPrefix(version, `"`) {
+		got = h.Get("Last-Modified")
+	}
+	if got != "" && got != version {
+		return fmt.Errorf("%w: the server answered version %s for the pinned %s", ErrChanged, got, version)
+	}
+	return nil
 }
 
 // openHTTP opens a file by URL for reading.

@@ -56,7 +56,7 @@ func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, st.pinned()), state: st}, nil
+	return &objectFile{ctx: ctx, name: name, size: st.size, fetch: blobFetch(b, ob.key, st), state: st}, nil
 }
 
 // ErrChanged reports an object that changed while it was being read.
@@ -122,11 +122,50 @@ type objectFile struct {
 	state  *objectState  // counts the requests and bytes
 }
 
-// blobFetch fetches ranges of a bucket's object, pinned to a version.
-func blobFetch(b *blob.Bucket, key string, opts *blob.ReaderOptions) func(context.Context, int64, int64) (io.ReadCloser, error) {
+// blobFetch fetches ranges of a bucket's object, pinned to a version:
+// each request asks for it, and each response is checked to be it, for a
+// store may ignore the condition (gofakes3 serves whatever it holds).
+func blobFetch(b *blob.Bucket, key string, st *objectState) func(context.Context, int64, int64) (io.ReadCloser, error) {
+	opts := st.pinned()
 	return func(ctx context.Context, off, length int64) (io.ReadCloser, error) {
-		return b.NewRangeReader(ctx, key, off, length, opts)
+		r, err := b.NewRangeReader(ctx, key, off, length, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.check(r); err != nil {
+			r.Close()
+			return nil, err
+		}
+		return r, nil
 	}
+}
+
+// check reports ErrChanged for a response that is not of the pinned
+// version: another ETag (S3, Azure), generation (GCS) or object size.
+func (st *objectState) check(r *blob.Reader) error {
+	var got string
+	var s3out s3.GetObjectOutput
+	var gcs *gcstorage.Reader
+	var az azblob.DownloadStreamResponse
+	switch {
+	case r.As(&s3out):
+		got = aws.ToString(s3out.ETag)
+		if got != "" && st.etag != "" && got != st.etag {
+			return fmt.Errorf("%w: the store answered ETag %s for the pinned %s", ErrChanged, got, st.etag)
+		}
+	case r.As(&gcs):
+		if st.generation != 0 && gcs.Attrs.Generation != st.generation {
+			return fmt.Errorf("%w: the store answered generation %d for the pinned %d", ErrChanged, gcs.Attrs.Generation, st.generation)
+		}
+	case r.As(&az):
+		if az.ETag != nil && st.etag != "" && string(*az.ETag) != st.etag {
+			return fmt.Errorf("%w: the store answered ETag %s for the pinned %s", ErrChanged, *az.ETag, st.etag)
+		}
+	}
+	if r.Size() != st.size {
+		return fmt.Errorf("%w: the store answered a size of %d bytes for the pinned %d", ErrChanged, r.Size(), st.size)
+	}
+	return nil
 }
 
 // retryable reports whether a request that failed with err may succeed

@@ -47,6 +47,7 @@ type objectState struct {
 	etag              string // pinned
 	generation        int64  // pinned too, on GCS (where reads match it, not the ETag)
 	size              int64
+	expected          bool // pinned by Expect, not yet looked at
 	requests, fetched atomic.Int64
 }
 
@@ -82,13 +83,16 @@ func (o *Opener) seen(name string, attrs *blob.Attributes) (*objectState, error)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := o.objects[name]
-	if st == nil {
-		st = &objectState{etag: attrs.ETag, size: attrs.Size}
+	if st == nil || st.expected {
+		if st == nil {
+			st = &objectState{etag: attrs.ETag, size: attrs.Size}
+			o.objects[name] = st
+		}
+		st.expected = false
 		var gcs gcstorage.ObjectAttrs
 		if attrs.As(&gcs) {
 			st.generation = gcs.Generation
 		}
-		o.objects[name] = st
 	}
 	st.requests.Add(1)
 	if st.etag != attrs.ETag || st.size != attrs.Size {
@@ -224,6 +228,21 @@ func (o *Opener) Pin(ctx context.Context, name string) (Info, error) {
 		}
 	}
 	return Info{Size: st.size, ETag: st.etag}, nil
+}
+
+// Expect pins an object to the version a planner saw (its Pin's Info,
+// carried to another process, such as a Beam worker): the Opener's first
+// look at it, and every read after, must find that version, or fail with
+// ErrChanged. A local path is not pinned.
+func (o *Opener) Expect(name string, v Info) {
+	if !IsURL(name) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.objects[name] == nil {
+		o.objects[name] = &objectState{etag: v.ETag, size: v.Size, expected: true}
+	}
 }
 
 // statPinned is Stat for a read: the object's attributes, checked

@@ -1,7 +1,12 @@
-// Package s3test runs a real S3-compatible server for tests: VersityGW
-// (github.com/versity/versitygw, Apache-2.0) on its POSIX backend, built
+// Package s3test runs real S3-compatible servers for tests, each built
 // from the Go module proxy once and kept in the user's cache folder, and
-// started on 127.0.0.1 with a free port and a temporary root folder.
+// started on 127.0.0.1 with a free port:
+//   - VersityGW (github.com/versity/versitygw, Apache-2.0) on its POSIX
+//     backend, in a temporary root folder: it honours conditional
+//     requests;
+//   - gofakes3 (github.com/johannesboyne/gofakes3, MIT) in memory: it
+//     ignores If-Match on reads and checks no signature, as some stores
+//     and caches in front of them do.
 package s3test
 
 import (
@@ -55,9 +60,35 @@ func Start(t testing.TB) *Server {
 	return &Server{Endpoint: "http://" + addr, Root: root, proc: proc}
 }
 
-// Bucket makes a bucket and returns its folder.
+// GoFakeS3Version is the gofakes3 release the tests run.
+const GoFakeS3Version = "v1.2.0"
+
+// StartGoFakeS3 builds (once) and starts a gofakes3 server in memory for
+// the test, which stops it when it ends. It makes a bucket on its first
+// use, and sets the AWS SDK's credential and region variables (it checks
+// none). Its Root is empty: its objects are reached through S3 alone.
+func StartGoFakeS3(t testing.TB) *Server {
+	t.Helper()
+	bin, err := testbin.Binary("github.com/johannesboyne/gofakes3/cmd/gofakes3", GoFakeS3Version)
+	if err != nil {
+		t.Fatalf("s3test: %v", err)
+	}
+	addr, proc := testbin.Start(t, bin, func(addr string) []string {
+		return []string{"-backend", "memory", "-autobucket", "-quiet", "-host", addr}
+	})
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	return &Server{Endpoint: "http://" + addr, proc: proc}
+}
+
+// Bucket makes a bucket and returns its folder ("" on a server without
+// one, which makes a bucket on its first use).
 func (s *Server) Bucket(t testing.TB, name string) string {
 	t.Helper()
+	if s.Root == "" {
+		return ""
+	}
 	dir := filepath.Join(s.Root, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

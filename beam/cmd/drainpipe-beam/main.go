@@ -100,7 +100,7 @@ func preflight(inputs []string, rowsPerShard int64) error {
 				continue // perhaps a path only the workers see
 			}
 		}
-		shards, err := dpbeam.Expand([]string{in}, rowsPerShard)
+		shards, err := dpbeam.Expand(context.Background(), []string{in}, rowsPerShard)
 		if err != nil {
 			return err
 		}
