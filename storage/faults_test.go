@@ -143,8 +143,15 @@ func pinnedRead(t *testing.T, url string) {
 	if err := o.WriteFile(t.Context(), url, second, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "//pinned/obj.bin") {
-		t.Fatalf("after the change: %v, want ErrChanged naming the object", err)
+	if n, err := f.ReadAt(got, 1000); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "//pinned/obj.bin") {
+		t.Fatalf("after the change: %d bytes (%q…), %v; want ErrChanged naming the object", n, got[:4], err)
+	}
+	// A stream, too.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Read(got); !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("a stream after the change: %v, want ErrChanged", err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,36 +19,7 @@ import (
 // ErrChanged naming it.
 func TestReadsCheckTheVersionAnswered(t *testing.T) {
 	srv := s3test.StartGoFakeS3(t)
-	url := srv.URL("ignores", "obj.bin")
-	o := storage.NewOpener()
-	defer o.Close()
-	first, second := bytes.Repeat([]byte("a"), 1<<16), bytes.Repeat([]byte("b"), 1<<16)
-	if err := o.WriteFile(t.Context(), url, first, false); err != nil {
-		t.Fatal(err)
-	}
-	f, err := o.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got := make([]byte, 100)
-	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, first[:100]) {
-		t.Fatalf("before the change: %v", err)
-	}
-	if err := o.WriteFile(t.Context(), url, second, true); err != nil {
-		t.Fatal(err)
-	}
-	n, err := f.ReadAt(got, 1000)
-	if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "s3://ignores/obj.bin") {
-		t.Fatalf("after the change: %d bytes (%q…), %v; want ErrChanged naming the object", n, got[:4], err)
-	}
-	// A stream, too.
-	if _, err := f.Seek(0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Read(got); !errors.Is(err, storage.ErrChanged) {
-		t.Fatalf("a stream after the change: %v, want ErrChanged", err)
-	}
+	pinnedRead(t, srv.URL("pinned", "obj.bin"))
 }
 
 // The same over http(s), from a web server that ignores If-Match and
