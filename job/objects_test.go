@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -320,5 +322,87 @@ func TestObjectStorageInputChangesUnderTheJob(t *testing.T) {
 	_, err = job.Run(t.Context(), cfg)
 	if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "in/b.parquet") {
 		t.Fatalf("an input replaced under the job: %v, want ErrChanged naming it", err)
+	}
+}
+
+// --break-lock against a job still running: the breaker holds the lock,
+// the first job stops at its next commit (ErrLockLost) without touching
+// what the breaker writes, its release leaves the breaker's lock alone
+// (a third job is still locked out), and the output is the breaker's
+// alone, byte for byte as a run of its own.
+func TestBreakLockAgainstALiveHolder(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 300)
+	other, err := cpu.NewMLP([]int{width, 16, 3}, cpu.ReLU, rand.New(rand.NewPCG(9, 9)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			input := putInputs(t, st, "live", local)
+			first := config(mem, input, st.url("live", "preds/"), m)
+			second := config(mem, input, st.url("live", "preds/"), other)
+			second.ModelID, second.BreakLock, second.Overwrite = "other", true, true
+
+			aRunning, bHolds, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var once, onceB sync.Once
+			first.Progress = func(int64, int64) {
+				once.Do(func() { close(aRunning); <-bHolds })
+			}
+			second.Progress = func(int64, int64) {
+				onceB.Do(func() { close(bHolds); <-aDone })
+			}
+			aErr := make(chan error, 1)
+			go func() {
+				_, err := job.Run(t.Context(), first)
+				aErr <- err
+			}()
+			<-aRunning
+			bErr := make(chan error, 1)
+			go func() {
+				_, err := job.Run(t.Context(), second)
+				bErr <- err
+			}()
+			if err := <-aErr; !errors.Is(err, job.ErrLockLost) {
+				t.Fatalf("the first job, its lock broken: %v, want ErrLockLost", err)
+			}
+			third := config(mem, input, st.url("live", "preds/"), other)
+			if _, err := job.Run(t.Context(), third); !errors.Is(err, job.ErrLocked) {
+				t.Fatalf("a third job while the breaker runs: %v, want ErrLocked", err)
+			}
+			close(aDone)
+			if err := <-bErr; err != nil {
+				t.Fatalf("the breaker: %v", err)
+			}
+			if exists(t, st.url("live", ".preds.lock")) {
+				t.Fatal("the lock stayed after the breaker's run")
+			}
+			alone := config(mem, input, st.url("live", "alone/"), other)
+			alone.ModelID = "other"
+			if _, err := job.Run(t.Context(), alone); err != nil {
+				t.Fatal(err)
+			}
+			equalFiles(t, "the breaker's output", objectFiles(t, st, "live", "preds"), objectFiles(t, st, "live", "alone"))
+		})
+	}
+}
+
+// A file output's conditional upload whose answer is lost: the SDK's
+// retry is refused by the object its first try made, which the writer
+// knows as its own, so the job succeeds instead of reporting its own
+// output as one that exists.
+func TestOutputWriteLostAnswer(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 300)
+	srv := s3test.Start(t)
+	proxy := srv.Proxy(t)
+	st := store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+	input := putInputs(t, st, "lost", local)
+	proxy.Lock()
+	proxy.DropAnswers = s3test.FirstAnswer("PUT", "/lost/preds.parquet")
+	proxy.Unlock()
+	sum, err := job.Run(t.Context(), config(mem, input, st.url("lost", "preds.parquet"), m))
+	if err != nil || sum.Rows != 300 {
+		t.Fatalf("a file output whose upload's answer was lost: %+v, %v", sum, err)
 	}
 }

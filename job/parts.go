@@ -58,6 +58,18 @@ type layout struct {
 	// ctx is the run's, without its cancellation: what is left in order
 	// after a cancelled run (a manifest, a cleared folder) is still done.
 	ctx context.Context
+	// fence, if set, reports an error once the job no longer holds its
+	// output's lock: every commit (a part, the manifest, the marker, the
+	// output file) asks it first.
+	fence func() error
+}
+
+// fenced asks the fence, if any.
+func (l layout) fenced() error {
+	if l.fence == nil {
+		return nil
+	}
+	return l.fence()
 }
 
 // path names a file of the parts folder.
@@ -265,6 +277,9 @@ func (p *parts) save() error {
 		err = p.inject("manifest", p.saves-1)
 	}
 	if err == nil {
+		err = p.fenced()
+	}
+	if err == nil {
 		err = p.store.WriteFile(p.ctx, p.manifest(), data, true)
 	}
 	if err != nil {
@@ -276,6 +291,9 @@ func (p *parts) save() error {
 // seal finishes a folder output: an empty part if there is none (so the
 // folder reads as a dataset of the output's schema), then _SUCCESS.
 func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) error {
+	if err := p.fenced(); err != nil {
+		return err
+	}
 	if len(p.m.Parts) == 0 {
 		schema, err := empty()
 		if err != nil {
@@ -325,6 +343,10 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 		w.Abort()
 		return fmt.Errorf("job: merge parts: %w", err)
 	}
+	if err := p.fenced(); err != nil {
+		w.Abort()
+		return err
+	}
 	if err := w.Commit(); err != nil {
 		return err
 	}
@@ -354,6 +376,10 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	if _, err := dataset.Copy(w, ds.Batches(mem, rowGroupRows)); err != nil {
 		w.Abort()
 		return fmt.Errorf("job: merge the rows set aside: %w", err)
+	}
+	if err := p.fenced(); err != nil {
+		w.Abort()
+		return err
 	}
 	return w.Commit()
 }

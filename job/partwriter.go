@@ -108,6 +108,9 @@ func (w *partWriter) flush() error {
 // commit makes the current part (if any) and its set-aside rows durable,
 // and lists them in the manifest: the part covers input rows up to inEnd.
 func (w *partWriter) commit(inEnd int64) error {
+	if err := w.parts.fenced(); err != nil {
+		return err
+	}
 	i := len(w.parts.m.Parts)
 	pt := part{InEnd: inEnd}
 	if w.aside != nil {

@@ -24,7 +24,7 @@ import (
 // parts themselves as Parquet files (part-00000.parquet, …), the manifest
 // (_manifest.json), and a _SUCCESS marker written last, as Spark, Hive and
 // Beam write datasets: no merge, no second write.
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r := &run{cfg: &cfg, began: time.Now()}
 	held, err := r.prepare(ctx)
 	if held != nil {
-		defer held.release()
+		defer func() {
+			if rerr := held.release(); rerr != nil {
+				if err == nil {
+					rerr = fmt.Errorf("the output is complete, but %w", rerr)
+				}
+				err = errors.Join(err, rerr)
+			}
+		}()
 	}
 	if errors.Is(err, errFinished) {
 		// A run killed after its output was complete: resuming it only
@@ -49,7 +56,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, err := r.predict(ctx)
+	sum, err = r.predict(ctx)
 	if err == nil {
 		err = r.complete(sum)
 	}
@@ -110,6 +117,7 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.layout.fence = held.check
 	if r.fingerprint, err = cfg.fingerprint(files); err == nil {
 		err = cfg.checkOutput(r.layout, r.fingerprint)
 	}
@@ -133,7 +141,8 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	if !r.layout.folder && len(parts.m.Parts) == 0 {
 		// Nothing to resume: the output is written as the parts are, and
 		// needs no merge (a resumed run merges, to the same bytes).
-		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail}
+		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail,
+			fence: r.layout.fenced}
 	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
 		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, aside: a, stream: r.stream}

@@ -21,6 +21,7 @@ type outputStream struct {
 	overwrite           bool
 	mem                 memory.Allocator
 	store               *storage.Opener
+	fence               func() error // asked before the commit
 
 	w           *sink.Writer // made on the first rows
 	pending     []arrow.RecordBatch
@@ -107,6 +108,10 @@ func (s *outputStream) finish() (bool, error) {
 			s.abort()
 			return false, err
 		}
+	}
+	if err := s.fence(); err != nil {
+		s.abort()
+		return false, err
 	}
 	return true, s.w.Commit()
 }

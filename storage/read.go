@@ -143,29 +143,33 @@ func blobFetch(b *blob.Bucket, key string, st *objectState) func(context.Context
 // check reports ErrChanged for a response that is not of the pinned
 // version: another ETag (S3, Azure), generation (GCS) or object size.
 func (st *objectState) check(r *blob.Reader) error {
-	var got string
+	got := responseVersion(r)
+	switch {
+	case got.Generation != 0 && st.generation != 0 && got.Generation != st.generation:
+		return fmt.Errorf("%w: the store answered generation %d for the pinned %d", ErrChanged, got.Generation, st.generation)
+	case got.ETag != "" && st.etag != "" && got.ETag != st.etag:
+		return fmt.Errorf("%w: the store answered ETag %s for the pinned %s", ErrChanged, got.ETag, st.etag)
+	case r.Size() != st.size:
+		return fmt.Errorf("%w: the store answered a size of %d bytes for the pinned %d", ErrChanged, r.Size(), st.size)
+	}
+	return nil
+}
+
+// responseVersion is the version of the object a response holds, as far
+// as the driver tells: its ETag on S3 and Azure, its generation on GCS.
+func responseVersion(r *blob.Reader) Version {
 	var s3out s3.GetObjectOutput
 	var gcs *gcstorage.Reader
 	var az azblob.DownloadStreamResponse
 	switch {
 	case r.As(&s3out):
-		got = aws.ToString(s3out.ETag)
-		if got != "" && st.etag != "" && got != st.etag {
-			return fmt.Errorf("%w: the store answered ETag %s for the pinned %s", ErrChanged, got, st.etag)
-		}
+		return Version{ETag: aws.ToString(s3out.ETag)}
 	case r.As(&gcs):
-		if st.generation != 0 && gcs.Attrs.Generation != st.generation {
-			return fmt.Errorf("%w: the store answered generation %d for the pinned %d", ErrChanged, gcs.Attrs.Generation, st.generation)
-		}
-	case r.As(&az):
-		if az.ETag != nil && st.etag != "" && string(*az.ETag) != st.etag {
-			return fmt.Errorf("%w: the store answered ETag %s for the pinned %s", ErrChanged, *az.ETag, st.etag)
-		}
+		return Version{Generation: gcs.Attrs.Generation}
+	case r.As(&az) && az.ETag != nil:
+		return Version{ETag: string(*az.ETag)}
 	}
-	if r.Size() != st.size {
-		return fmt.Errorf("%w: the store answered a size of %d bytes for the pinned %d", ErrChanged, r.Size(), st.size)
-	}
-	return nil
+	return Version{}
 }
 
 // retryable reports whether a request that failed with err may succeed

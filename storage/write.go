@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,8 +35,11 @@ type Writer struct {
 	buf     *bufio.Writer // in front of local
 	obj     *blob.Writer
 	cancel  context.CancelFunc // aborts obj's upload
-	size    int64
-	done    bool
+	// ours tells, after a conditional write refused, whether the object
+	// there is this write's own (its first try done, its answer lost).
+	ours func() bool
+	size int64
+	done bool
 }
 
 // localBuffer is the bytes a local file's writes gather before a system
@@ -65,7 +70,9 @@ func (o *Opener) Create(ctx context.Context, name string, replace bool) (*Writer
 		return nil, err
 	}
 	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	obj, err := b.NewWriter(ctx, ob.key, &blob.WriterOptions{IfNotExist: !replace, ContentType: "application/octet-stream"})
+	opts, ours := writeOptions(ctx, b, ob.key, replace)
+	w.ours = ours
+	obj, err := b.NewWriter(ctx, ob.key, opts)
 	if err != nil {
 		w.cancel()
 		return nil, objectError(name, err)
@@ -117,9 +124,35 @@ func (w *Writer) Commit() error {
 	}
 	defer w.cancel()
 	if err := closeObject(w.obj); err != nil {
-		return writeError(w.name, err)
+		if err = writeError(w.name, err); errors.Is(err, ErrExists) && w.ours() {
+			return nil
+		}
+		return err
 	}
 	return nil
+}
+
+// writeMark is the metadata key of a conditional write's token.
+const writeMark = "drainpipewrite"
+
+// writeOptions returns an upload's options and, for a conditional write
+// (If-None-Match), a function telling whether the object there is this
+// upload's own: the SDK retries a write whose answer was lost, and the
+// retry is refused by the object the first try made. A token in the
+// object's metadata tells the two apart.
+func writeOptions(ctx context.Context, b *blob.Bucket, key string, replace bool) (*blob.WriterOptions, func() bool) {
+	opts := &blob.WriterOptions{IfNotExist: !replace, ContentType: "application/octet-stream"}
+	if replace {
+		return opts, func() bool { return false }
+	}
+	token := make([]byte, 16)
+	rand.Read(token)
+	mark := hex.EncodeToString(token)
+	opts.Metadata = map[string]string{writeMark: mark}
+	return opts, func() bool {
+		attrs, err := b.Attributes(ctx, key)
+		return err == nil && attrs.Metadata[writeMark] == mark
+	}
 }
 
 // closeObject closes an upload, a panic of the driver's included (Azure's
@@ -165,9 +198,13 @@ func (o *Opener) WriteFile(ctx context.Context, name string, data []byte, replac
 		if err != nil {
 			return err
 		}
-		err = b.Upload(ctx, ob.key, bytes.NewReader(data), &blob.WriterOptions{IfNotExist: !replace, ContentType: "application/octet-stream"})
+		opts, ours := writeOptions(ctx, b, ob.key, replace)
+		err = b.Upload(ctx, ob.key, bytes.NewReader(data), opts)
 		if err != nil {
-			return writeError(name, err)
+			if err = writeError(name, err); errors.Is(err, ErrExists) && ours() {
+				return nil
+			}
+			return err
 		}
 		return nil
 	}

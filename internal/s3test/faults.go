@@ -23,6 +23,13 @@ type FaultProxy struct {
 	// FailWrites, if set, fails every PUT or POST whose path it matches
 	// with 500 InternalError (an upload, or a part or completion of one).
 	FailWrites func(path string) bool
+	// DropAnswers, if set, forwards each request it matches (by method
+	// and path) to the server, which carries it out, then answers the
+	// client 500, as when a response is lost on the way: the SDK's retry
+	// then meets what its first try did.
+	DropAnswers func(method, path string) bool
+	// FailDeletes, if set, answers every DELETE 500.
+	FailDeletes bool
 	// Gets counts the GETs seen.
 	Gets int
 
@@ -65,7 +72,10 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case http.MethodPut, http.MethodPost:
 		fail = p.FailWrites != nil && p.FailWrites(r.URL.Path)
+	case http.MethodDelete:
+		fail = p.FailDeletes
 	}
+	drop := p.DropAnswers != nil && p.DropAnswers(r.Method, r.URL.Path)
 	p.Unlock()
 	switch {
 	case refuse:
@@ -90,6 +100,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if drop {
+		io.Copy(io.Discard, resp.Body)
+		s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+		return
+	}
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
@@ -114,4 +129,17 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 // contain sub.
 func Matches(sub string) func(string) bool {
 	return func(path string) bool { return strings.Contains(path, sub) }
+}
+
+// FirstAnswer returns a DropAnswers function that drops the answer of
+// the first request of method whose path ends in suffix, once.
+func FirstAnswer(method, suffix string) func(string, string) bool {
+	done := false
+	return func(m, path string) bool {
+		if done || m != method || !strings.HasSuffix(path, suffix) {
+			return false
+		}
+		done = true
+		return true
+	}
 }
