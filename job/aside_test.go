@@ -262,3 +262,51 @@ func TestPredictOptionsKeepTheJobsBatchSize(t *testing.T) {
 		t.Fatalf("%d rows in %d batches, want 500 in 5 of 100", sum.Rows, sum.Batches)
 	}
 }
+
+// A folder output whose every row was set aside reads back, as a folder,
+// as the empty dataset it is — not as the rows set aside, which lie in
+// the parts folder beside it — and a stale part the manifest does not
+// name is never data.
+func TestFolderOfRowsAllSetAside(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	m, err := cpu.NewMLP([]int{width, 16, 3}, cpu.Tanh, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeListFeatures(t, filepath.Join(dir, "a.parquet"), 0, 300, func(int) []float32 { return []float32{float32(math.NaN())} })
+	out := filepath.Join(dir, "out") + "/"
+	cfg := config(mem, filepath.Join(dir, "a.parquet"), out, m)
+	cfg.SetAside = filepath.Join(dir, "aside.parquet")
+	sum, err := job.Run(t.Context(), cfg)
+	if err != nil || sum.Rows != 0 || sum.RowsSetAside != 300 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	count := func() int64 {
+		t.Helper()
+		ds, err := fileset.Read([]string{out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ds.Schema().String(); !strings.Contains(got, "probabilities") {
+			t.Fatalf("the folder reads with schema %s, not the predictions'", got)
+		}
+		n, err := ds.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("the folder of no predicted rows reads as %d rows", n)
+	}
+	// A stale part of an earlier run beside the manifest.
+	data := arrowtest.ReadFile(t, filepath.Join(out, "part-00001.parquet"))
+	stale := filepath.Join(out, "part-00007.parquet")
+	if err := os.WriteFile(stale, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("a stale part beside the manifest is read: %d rows", n)
+	}
+}

@@ -221,16 +221,11 @@ var ErrOutputIsInput = errors.New("job: the output would replace an input")
 // checkNotInput refuses an output that is an input file, or a parts
 // folder (or folder output) that holds one.
 func checkNotInput(output string, l layout, inputs []string) error {
-	out, dir := storage.Key(output), strings.TrimSuffix(storage.Key(l.dir), "/")
-	outStat, outErr := os.Stat(output)
+	dir := strings.TrimSuffix(storage.Key(l.dir), "/")
 	for _, in := range inputs {
 		key := storage.Key(in)
-		same := key == out
-		if st, err := os.Stat(in); err == nil && outErr == nil && !storage.IsURL(in) {
-			same = same || os.SameFile(st, outStat)
-		}
 		inside := l.dir != "" && (strings.HasPrefix(key, dir+"/") || strings.HasPrefix(key, dir+string(filepath.Separator)))
-		if same || inside {
+		if storage.SameFile(in, output) || inside {
 			return fmt.Errorf("%w: %s is an input", ErrOutputIsInput, in)
 		}
 	}

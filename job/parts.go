@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -294,19 +295,21 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 	if err := p.fenced(); err != nil {
 		return err
 	}
-	if len(p.m.Parts) == 0 {
+	if !slices.ContainsFunc(p.m.Parts, func(pt part) bool { return pt.File != "" }) {
+		// No part holds a row (none came, or every one was set aside).
 		schema, err := empty()
 		if err != nil {
 			return err
 		}
-		w, err := sink.Create(p.path(p.partName(0)), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
+		name := p.partName(len(p.m.Parts))
+		w, err := sink.Create(p.path(name), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
 		if err != nil {
 			return err
 		}
 		if err := w.Commit(); err != nil {
 			return err
 		}
-		if err := p.add(part{ManifestPart: storage.ManifestPart{File: p.partName(0)}, Size: w.Size(), InEnd: p.inEnd()}); err != nil {
+		if err := p.add(part{ManifestPart: storage.ManifestPart{File: name}, Size: w.Size(), InEnd: p.inEnd()}); err != nil {
 			return err
 		}
 	}

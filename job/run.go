@@ -110,6 +110,11 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 	if err := checkNotInput(cfg.Output, r.layout, files); err != nil {
 		return nil, err
 	}
+	if cfg.SetAside != "" {
+		if err := checkNotInput(cfg.SetAside, layout{}, files); err != nil {
+			return nil, err
+		}
+	}
 	if dir := filepath.Dir(filepath.Clean(cfg.Output)); !storage.IsURL(cfg.Output) && missing(dir) {
 		return nil, fmt.Errorf("job: the output's folder %s does not exist", dir)
 	}

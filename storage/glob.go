@@ -190,8 +190,8 @@ func (o *Opener) manifestFiles(ctx context.Context, folder string, names []strin
 		}
 		out = append(out, Join(folder, f.File))
 	}
-	if len(out) == 0 {
-		return nil, false, nil // names no file: read what the folder holds
-	}
+	// A manifest is the whole of the dataset, even when it names no file
+	// (every row set aside): the folder's other files, a stale part or
+	// the rows set aside, are never data.
 	return out, true, nil
 }

@@ -393,6 +393,21 @@ func Key(name string) string {
 	return abs
 }
 
+// SameFile reports whether two names are the same file: the same object
+// (URLs whatever their query), or the same local file, by path or as the
+// file system knows it (links, other spellings).
+func SameFile(a, b string) bool {
+	if Key(a) == Key(b) {
+		return true
+	}
+	if IsURL(a) || IsURL(b) {
+		return false
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
 // folderKey is key as a listing prefix: empty (the bucket), or ending in /.
 func folderKey(key string) string {
 	if key == "" || strings.HasSuffix(key, "/") {

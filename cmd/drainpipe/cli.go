@@ -15,6 +15,7 @@ import (
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // noArgs refuses positional arguments; listFlag names the flag a file
@@ -150,11 +151,27 @@ func (f *inputFlags) job(column, label string) (job.Config, error) {
 		ReadRows: f.readRows, Shard: shard, CSVSample: f.csvSample, MaxMemory: int64(f.maxMemory), SetAside: f.setAside}, nil
 }
 
-// checkOutput refuses to replace an existing file without --overwrite, as
-// every command that writes one does.
-func checkOutput(flag, path string, overwrite bool) error {
-	if _, err := os.Stat(path); err == nil && !overwrite {
-		return fmt.Errorf("%s %s exists: --overwrite replaces it", flag, path)
+// checkWrites is the one policy for the files a command writes besides
+// its main output (--set-aside, --stats-json, --json, plots, a fitted
+// model): none may be an input, whatever --overwrite says, and one that
+// exists is replaced only when replace is set (--overwrite; for predict
+// also --resume, whose earlier run wrote them). Each output is a flag
+// and its path; an empty path is not written.
+func (f *inputFlags) checkWrites(replace bool, outputs ...[2]string) error {
+	inputs, _ := fileset.Expand(f.inputs) // what does not expand fails the job, later, naming it
+	for _, out := range outputs {
+		flag, path := out[0], out[1]
+		if path == "" {
+			continue
+		}
+		for _, in := range inputs {
+			if storage.SameFile(in, path) {
+				return fmt.Errorf("%s %s is an input: it would be replaced", flag, path)
+			}
+		}
+		if _, err := os.Stat(path); err == nil && !replace {
+			return fmt.Errorf("%s %s exists: --overwrite replaces it", flag, path)
+		}
 	}
 	return nil
 }

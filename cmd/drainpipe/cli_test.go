@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -360,5 +361,48 @@ func TestCLIConventions(t *testing.T) {
 	stdout, _, err = drainpipe("inspect", filepath.Join(dir, "model.dpmlp"))
 	if err != nil || !strings.Contains(stdout, "kind: drainpipe MLP") || !strings.Contains(stdout, "fixed_size_list<item: float32, nullable>[8]") || !strings.Contains(stdout, "probabilities") {
 		t.Fatalf("inspect a model: %v\n%s", err, stdout)
+	}
+}
+
+// One overwrite policy for every file a command writes: --set-aside,
+// --stats-json (predict), --json (eval) and a fitted model never replace
+// an input, --overwrite or not, and replace another existing file only
+// with --overwrite; the input is left as it was.
+func TestNoCommandWritesOverAnInput(t *testing.T) {
+	dir := fixture(t, 300, 8, 4)
+	input := filepath.Join(dir, "in-0.parquet")
+	before, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := filepath.Join(dir, "train.csv")
+	os.WriteFile(csv, []byte("f0,f1,label\n1,2,0\n2,1,1\n3,3,0\n"), 0o644)
+	out := filepath.Join(dir, "out.parquet")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"predict --set-aside", predictArgs(dir, out, "--set-aside", input)},
+		{"predict --set-aside --overwrite", predictArgs(dir, out, "--set-aside", input, "--overwrite")},
+		{"predict --stats-json", predictArgs(dir, out, "--stats-json", input)},
+		{"predict --stats-json --resume", predictArgs(dir, out, "--stats-json", input, "--resume")},
+		{"eval --json", []string{"eval", "--model", filepath.Join(dir, "model.dpmlp"), "--input", filepath.Join(dir, "in-*.parquet"), "--label", "id", "--json", input, "--overwrite"}},
+		{"fit --set-aside", []string{"fit", "--input", csv, "--label", "label", "--features", "f*", "--output", filepath.Join(dir, "fit.dpmlp"), "--set-aside", csv, "--overwrite"}},
+	} {
+		_, stderr, err := drainpipe(c.args...)
+		if err == nil || !strings.Contains(stderr, "is an input") {
+			t.Errorf("%s onto an input: %v %q, want it refused", c.name, err, stderr)
+		}
+		if after, _ := os.ReadFile(input); !bytes.Equal(after, before) {
+			t.Fatalf("%s replaced the input", c.name)
+		}
+	}
+	other := filepath.Join(dir, "stats.json")
+	os.WriteFile(other, []byte("not ours"), 0o644)
+	if _, stderr, err := drainpipe(predictArgs(dir, out, "--stats-json", other)...); err == nil || !strings.Contains(stderr, "--stats-json "+other+" exists: --overwrite replaces it") {
+		t.Fatalf("--stats-json onto an existing file: %v %q", err, stderr)
+	}
+	if _, stderr, err := drainpipe(predictArgs(dir, out, "--stats-json", other, "--overwrite")...); err != nil {
+		t.Fatalf("--stats-json --overwrite: %v %s", err, stderr)
 	}
 }

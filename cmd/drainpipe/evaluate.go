@@ -77,12 +77,8 @@ func evalCommand() *cobra.Command {
 				outputs = append(outputs, [2]string{"--plot", filepath.Join(*plotDir, name)})
 			}
 		}
-		for _, out := range outputs {
-			if out[1] != "" {
-				if err := checkOutput(out[0], out[1], *overwrite); err != nil {
-					return fmt.Errorf("eval: %w", err)
-				}
-			}
+		if err := in.checkWrites(*overwrite, outputs...); err != nil {
+			return fmt.Errorf("eval: %w", err)
 		}
 		m, err := loadModel(*modelPath, in.featureCol)
 		if err != nil {

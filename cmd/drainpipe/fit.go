@@ -57,13 +57,8 @@ func fitCommand() *cobra.Command {
 		case !strings.EqualFold(filepath.Ext(*output), ".dpmlp"):
 			return usageError(fmt.Errorf("fit: --output %s: fit writes a drainpipe MLP, named .dpmlp (ONNX models come from other trainers)", *output))
 		}
-		if err := checkOutput("--output", *output, *overwrite); err != nil {
+		if err := in.checkWrites(*overwrite, [2]string{"--output", *output}, [2]string{"--set-aside", in.setAside}); err != nil {
 			return fmt.Errorf("fit: %w", err)
-		}
-		if in.setAside != "" {
-			if err := checkOutput("--set-aside", in.setAside, *overwrite); err != nil {
-				return fmt.Errorf("fit: %w", err)
-			}
 		}
 		column := in.featureCol
 		cfg, err := in.job(column, *label)

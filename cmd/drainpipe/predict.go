@@ -69,6 +69,9 @@ func predictCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if err := in.checkWrites(*overwrite || *resume, [2]string{"--set-aside", in.setAside}, [2]string{"--stats-json", *statsJSON}); err != nil {
+			return fmt.Errorf("predict: %w", err)
+		}
 		m, err := loadModel(*modelPath, in.featureCol)
 		if err != nil {
 			return err
