@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,5 +405,44 @@ func TestOutputWriteLostAnswer(t *testing.T) {
 	sum, err := job.Run(t.Context(), config(mem, input, st.url("lost", "preds.parquet"), m))
 	if err != nil || sum.Rows != 300 {
 		t.Fatalf("a file output whose upload's answer was lost: %+v, %v", sum, err)
+	}
+}
+
+// Inputs and a folder output whose keys hold characters a URL gives
+// meaning to (a space, %, ?, #, +, unicode), written escaped: the job
+// reads every row, writes its parts, manifest, marker and lock under
+// those keys, and the folder reads back by URL, every row once.
+func TestObjectKeysWithURLCharacters(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 300)
+	srv := s3test.Start(t)
+	srv.Bucket(t, "keys")
+	o := storage.NewOpener()
+	defer o.Close()
+	files, _ := filepath.Glob(local)
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := []string{"in put/a%1?x#.parquet", "in put/b+é.parquet"}[i]
+		if err := o.WriteFile(t.Context(), srv.URL("keys", (&url.URL{Path: key}).EscapedPath()), b, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := srv.URL("keys", (&url.URL{Path: "out #1/"}).EscapedPath())
+	sum, err := job.Run(t.Context(), config(mem, srv.URL("keys", "in%20put/*.parquet"), out, m))
+	if err != nil || sum.Rows != 300 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	names, err := o.Glob(t.Context(), out)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("the output folder: %v, %v", names, err)
+	}
+	if ids := outputIDs(t, out); len(ids) != 300 || !slices.IsSorted(ids) {
+		t.Fatalf("%d ids read back, want 300 in order", len(ids))
+	}
+	if exists(t, srv.URL("keys", "%2Eout%20%231.lock")) || exists(t, srv.URL("keys", ".out%20%231.lock")) {
+		t.Fatal("the lock stayed")
 	}
 }

@@ -46,18 +46,21 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 		return nil, err
 	}
 	folder := ob.key == "" || strings.HasSuffix(ob.key, "/")
-	if !folder && !strings.ContainsAny(ob.key, "*?[{") {
+	// A ? in a URL starts its query: in a key (written %3F) it is a
+	// character of the name, never a glob's.
+	if !folder && !strings.ContainsAny(ob.key, urlGlobChars) {
 		if _, err := o.Stat(ctx, pattern); err != nil {
 			return nil, err
 		}
 		return []string{pattern}, nil
 	}
-	keyPattern, prefix := ob.key+"**", ob.key
+	literal := strings.NewReplacer(`\`, `\\`, "?", `\?`)
+	keyPattern, prefix := literal.Replace(ob.key)+"**", ob.key
 	if !folder {
-		if !doublestar.ValidatePattern(ob.key) {
+		keyPattern, prefix = literal.Replace(ob.key), ob.key[:strings.IndexAny(ob.key, urlGlobChars)]
+		if !doublestar.ValidatePattern(keyPattern) {
 			return nil, fmt.Errorf("storage: pattern %q: %w", redact(pattern), doublestar.ErrBadPattern)
 		}
-		keyPattern, prefix = ob.key, ob.key[:strings.IndexAny(ob.key, "*?[{")]
 	}
 	var keys []string
 	it := b.List(&blob.ListOptions{Prefix: prefix})
@@ -90,6 +93,9 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// urlGlobChars are the glob characters of a URL's key.
+const urlGlobChars = "*[{"
 
 func (o *Opener) globLocal(pattern string) ([]string, error) {
 	if strings.ContainsAny(pattern, "*?[{") {

@@ -127,7 +127,18 @@ func parse(name string) (object, error) {
 	if u.Host == "" {
 		return object{}, fmt.Errorf("storage: %s: no bucket in the URL", redact(name))
 	}
+	if strings.Contains(name, "#") {
+		// What follows a # is a fragment, never sent: the query with it,
+		// an endpoint's too, and the request would go to the cloud's own.
+		return object{}, fmt.Errorf("storage: %s: a # in a URL ends what is sent, the query (and its endpoint) with it: write a # of a key as %%23", redact(name))
+	}
 	return object{scheme: u.Scheme, bucket: u.Host, key: strings.TrimPrefix(u.Path, "/"), query: u.RawQuery}, nil
+}
+
+// escapeKey escapes a key (or a part of one) for a URL's path: ?, #, %,
+// spaces and what else a URL's path does not hold as it is; / stays.
+func escapeKey(key string) string {
+	return (&url.URL{Path: key}).EscapedPath()
 }
 
 func (ob object) bucketURL() string {
@@ -138,9 +149,10 @@ func (ob object) bucketURL() string {
 	return u
 }
 
-// name is the URL of key in ob's bucket.
+// name is the URL of key in ob's bucket, the key escaped so that the
+// URL parses back to it.
 func (ob object) name(key string) string {
-	u := ob.scheme + "://" + ob.bucket + "/" + key
+	u := ob.scheme + "://" + ob.bucket + "/" + escapeKey(key)
 	if ob.query != "" {
 		u += "?" + ob.query
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -346,13 +347,13 @@ func IsFolder(name string) bool {
 }
 
 // Join names the file elem in folder dir: a path, or a URL with the key
-// joined and the query kept.
+// joined (elem escaped, as a key is in a URL) and the query kept.
 func Join(dir, elem string) string {
 	if !IsURL(dir) {
 		return filepath.Join(dir, elem)
 	}
 	base, query, _ := strings.Cut(dir, "?")
-	u := strings.TrimSuffix(base, "/") + "/" + elem
+	u := strings.TrimSuffix(base, "/") + "/" + escapeKey(elem)
 	if query != "" {
 		u += "?" + query
 	}
@@ -360,7 +361,7 @@ func Join(dir, elem string) string {
 }
 
 // Split splits name into its folder (a URL's ends in /, with the query
-// kept) and its last element.
+// kept) and its last element (a URL's unescaped: Join puts it back).
 func Split(name string) (dir, elem string) {
 	if !IsURL(name) {
 		clean := filepath.Clean(name)
@@ -374,6 +375,9 @@ func Split(name string) (dir, elem string) {
 	dir = scheme + "://" + bucket + "/" + parent
 	if query != "" {
 		dir += "?" + query
+	}
+	if raw, err := url.PathUnescape(elem); err == nil {
+		elem = raw
 	}
 	return dir, elem
 }
