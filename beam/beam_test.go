@@ -265,7 +265,7 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	testFault.Store(&fault)
 	defer testFault.Store(nil)
 	err := run(t, Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
-		Output: out, Keep: []string{"id"}, RowsPerShard: 8192})
+		Output: out, Keep: []string{"id"}, RowsPerShard: 8192, Overwrite: true})
 	mu.Lock()
 	retried := attempts["part-00001-000-of-001.parquet"] > 1
 	mu.Unlock()
@@ -401,5 +401,45 @@ func TestInputReplacedMidPipelineFails(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(bucket, "out", SuccessName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("_SUCCESS over a mix of versions: %v", err)
+	}
+}
+
+// A rerun over an earlier run's output: refused without Overwrite (the
+// earlier files untouched); with it, the earlier shards go before any
+// shard runs, so a rerun with another RowsPerShard leaves no stale shard
+// beside its own (a glob reader would read those rows twice). A folder
+// holding files no run wrote is refused either way.
+func TestRerunReplacesTheOutput(t *testing.T) {
+	dir := inputs(t)
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
+		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+	if err := run(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(out, "part-*.parquet"))
+	cfg.RowsPerShard = 1 << 20
+	if err := run(t, cfg); err == nil || !strings.Contains(err.Error(), "--overwrite replaces it") {
+		t.Fatalf("a rerun without Overwrite: %v", err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(out, "part-*.parquet")); !slices.Equal(after, before) {
+		t.Fatalf("a refused rerun changed the folder: %v, was %v", after, before)
+	}
+	cfg.Overwrite = true
+	if err := run(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "part-*.parquet"))
+	if len(files) != 3 || len(before) != 6 {
+		t.Fatalf("%d shard files after a rerun of 3 shards (the first run wrote %d)", len(files), len(before))
+	}
+	if got := readPredictions(t, filepath.Join(out, "part-*.parquet")); len(got) != totalRows {
+		t.Fatalf("a glob over the rerun's folder reads %d rows, want %d", len(got), totalRows)
+	}
+	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, cfg); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("a folder holding a file no run wrote: %v", err)
 	}
 }

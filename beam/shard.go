@@ -3,6 +3,7 @@ package dpbeam
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -36,6 +37,12 @@ type Shard struct {
 func (s Shard) Name() string {
 	return fmt.Sprintf("part-%05d-%03d-of-%03d.parquet", s.File, s.Index, s.Count)
 }
+
+// isShardFile reports whether name is a shard's output file, as Name
+// makes them.
+func isShardFile(name string) bool { return shardFile.MatchString(name) }
+
+var shardFile = regexp.MustCompile(`^part-[0-9]{5,}-[0-9]{3,}-of-[0-9]{3,}\.parquet$`)
 
 // Expand lists the shards of the files the patterns name: a Parquet file
 // of R rows in G row groups becomes min(G, ⌈R/rowsPerShard⌉) shards, any

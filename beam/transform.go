@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,13 @@ type Config struct {
 	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
 	// files of many row groups split into several shards.
 	RowsPerShard int64
+
+	// Overwrite replaces what an earlier run left in Output (and in
+	// SetAside): its shard files, manifest and _SUCCESS are removed before
+	// any shard runs. Without it, a folder holding them is refused
+	// (job.ErrOutputExists). A folder holding files no run wrote is
+	// refused either way.
+	Overwrite bool
 
 	// SetAside, if set, is a folder (a path or URL) where each shard writes
 	// the rows it cannot predict, a file named as its output file, with
@@ -143,11 +151,12 @@ func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard
 	}
 	store := storage.NewOpener()
 	defer store.Close()
-	// A previous run's marker must not vouch for this run's files: the
-	// last step writes them again once every shard has committed.
-	for _, name := range []string{SuccessName, ManifestName} {
-		if err := store.Remove(ctx, storage.Join(f.Cfg.Output, name)); err != nil {
-			return fmt.Errorf("dpbeam: output: %w", err)
+	if err := clearFolder(ctx, store, f.Cfg.Output, f.Cfg.Overwrite, "--output"); err != nil {
+		return err
+	}
+	if f.Cfg.SetAside != "" {
+		if err := clearFolder(ctx, store, f.Cfg.SetAside, f.Cfg.Overwrite, "--set-aside"); err != nil {
+			return err
 		}
 	}
 	shards, err := Expand(ctx, f.Cfg.Inputs, f.Cfg.RowsPerShard)
@@ -158,6 +167,53 @@ func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard
 		emit(sh)
 	}
 	return nil
+}
+
+// clearFolder readies an output folder for a run, as the CLI does: an
+// empty or absent folder is used as it is; one holding an earlier run's
+// files (shard files, the manifest, _SUCCESS) is cleared of them with
+// overwrite — the marker first, so no reader takes a half-cleared folder
+// for complete — and refused without, so a rerun never leaves an earlier
+// run's shards beside its own; one holding any other file is refused.
+func clearFolder(ctx context.Context, store *storage.Opener, dir string, overwrite bool, flag string) error {
+	entries, err := store.List(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("dpbeam: %s: %w", flag, err)
+	}
+	var earlier []string
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Name, "."): // temporary files
+		case e.Name == SuccessName || e.Name == ManifestName || isShardFile(e.Name):
+			earlier = append(earlier, e.Name)
+		default:
+			return fmt.Errorf("%w: %s %s holds %s, which no drainpipe run wrote", job.ErrNotOutput, flag, dir, e.Name)
+		}
+	}
+	if len(earlier) == 0 {
+		return nil
+	}
+	if !overwrite {
+		return fmt.Errorf("%w: %s %s holds an earlier run's output (%d files): --overwrite replaces it", job.ErrOutputExists, flag, dir, len(earlier))
+	}
+	slices.SortFunc(earlier, func(a, b string) int { return cmp.Compare(removeOrder(a), removeOrder(b)) })
+	for _, name := range earlier {
+		if err := store.Remove(ctx, storage.Join(dir, name)); err != nil {
+			return fmt.Errorf("dpbeam: %s: %w", flag, err)
+		}
+	}
+	return nil
+}
+
+// removeOrder puts the marker first and the manifest second.
+func removeOrder(name string) int {
+	switch name {
+	case SuccessName:
+		return 0
+	case ManifestName:
+		return 1
+	}
+	return 2
 }
 
 // testFault, set by tests, fails a shard's attempt before it runs. It is

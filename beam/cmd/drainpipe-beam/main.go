@@ -44,6 +44,7 @@ func main() {
 	setAside := ours.String("set-aside", "", "a folder (path or URL) where each shard writes the rows it cannot predict (null or ragged features, values that do not parse, rows the model fails on) with their keys, source file, file row and reason, and goes on (default: such a row fails its shard)")
 	readRows := ours.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	csvSample := ours.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
+	overwrite := ours.Bool("overwrite", false, "replace an earlier run's output in --output (and --set-aside): its shard files, manifest and _SUCCESS are removed first")
 	quiet := ours.Bool("quiet", false, "log warnings and errors only (the runner's and the shards' progress lines are INFO)")
 	var maxMemory cliflag.Bytes
 	ours.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
@@ -78,7 +79,7 @@ func main() {
 	p, s := beam.NewPipelineWithRoot()
 	dpbeam.Predict(s, dpbeam.Config{Inputs: inputs, Model: *model, Loader: *loader, Output: *output,
 		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard,
-		SetAside: *setAside, ReadRows: *readRows, CSVSample: *csvSample, MaxMemory: int64(maxMemory)})
+		SetAside: *setAside, Overwrite: *overwrite, ReadRows: *readRows, CSVSample: *csvSample, MaxMemory: int64(maxMemory)})
 	if err := beamx.Run(context.Background(), p); err != nil {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam:", cause(err))
 		os.Exit(1)
