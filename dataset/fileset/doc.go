@@ -39,5 +39,9 @@
 // arrow-go's IPC reader trusts the lengths, offsets and child sizes it
 // reads; every record batch is checked with arrow-go's array.ValidateFull
 // before use (lengths, offsets, child sizes, bitmaps, dictionary indices),
-// an error naming the file and the record batch.
+// an error naming the file and the record batch. Null-typed columns and
+// unions, which that validator mishandles (it wants a buffer a null array
+// read from IPC does not have, and panics on an empty dense union), are
+// checked on a view of their data that gives them what it wants, so the
+// checks stay its own (docs/upstream/arrow-go-validate-null-union.md).
 package fileset

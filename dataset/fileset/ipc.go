@@ -7,7 +7,6 @@ import (
 	"iter"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -85,7 +84,7 @@ func (r *ipcReader) close() {
 // read with its values shifted.
 func (r *ipcReader) emit(i int, rec arrow.RecordBatch, at run, yield func(piece, error) bool) bool {
 	for c, col := range rec.Columns() {
-		if err := array.ValidateFull(col); err != nil {
+		if err := validate(col); err != nil {
 			return yield(piece{}, fmt.Errorf("%w: record batch %d, column %q: %v", ErrUnreadable, i, rec.Schema().Field(c).Name, err))
 		}
 	}
