@@ -338,7 +338,9 @@ func TestBreakLockAgainstALiveHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range stores(t) {
+	all := append(stores(t), s3Store(s3test.StartMinIO(t)), s3Store(s3test.StartGoFakeS3(t)))
+	all[len(all)-2].name, all[len(all)-1].name = "minio", "gofakes3"
+	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			input := putInputs(t, st, "live", local)
 			first := config(mem, input, st.url("live", "preds/"), m)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/gcp"
@@ -22,16 +24,29 @@ func objectError(name string, err error) error {
 		return fmt.Errorf("storage: %s: %w", redact(name), err)
 	}
 	var api smithy.APIError
+	var resp *awshttp.ResponseError
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		if errors.As(err, &api) && api.ErrorCode() == "NoSuchBucket" {
-			return fmt.Errorf("%w: %s: no such bucket", ErrNotFound, redact(name))
+			// The bucket, not the object the request was for (a job's
+			// first request is for its hidden lock).
+			return fmt.Errorf("%w: %s: no such bucket", ErrNotFound, redact(bucketOf(name)))
 		}
 		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
 	case gcerrors.FailedPrecondition:
 		return fmt.Errorf("storage: %s: %w", redact(name), ErrChanged)
 	case gcerrors.PermissionDenied:
 		return fmt.Errorf("storage: %s: %w", redact(name), ErrDenied)
+	}
+	// S3 refuses a wrong secret as SignatureDoesNotMatch (a wrong key id as
+	// InvalidAccessKeyId), which gocloud.dev does not map: a 403 is
+	// credentials refused, whatever its code.
+	if errors.As(err, &resp) && (resp.HTTPStatusCode() == http.StatusForbidden || resp.HTTPStatusCode() == http.StatusUnauthorized) {
+		code := ""
+		if errors.As(err, &api) {
+			code = " (" + api.ErrorCode() + ")"
+		}
+		return fmt.Errorf("storage: %s: %w%s", redact(name), ErrDenied, code)
 	}
 	if msg := err.Error(); strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to retrieve credentials") {
 		return fmt.Errorf("storage: %s: %w: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where an instance role is", redact(name), ErrNoCredentials)
@@ -45,6 +60,26 @@ var (
 	// ErrNoCredentials reports a cloud store reached with no credentials.
 	ErrNoCredentials = errors.New("no credentials found")
 )
+
+// bucketOf returns the URL of the bucket an object's URL names, its query
+// kept.
+func bucketOf(name string) string {
+	ob, err := parse(name)
+	if err != nil {
+		return name
+	}
+	return ob.name("")
+}
+
+// redactURLError drops secrets from the URL a net/http error repeats (a
+// presigned URL's X-Amz-Signature, say).
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact(ue.URL)
+	}
+	return err
+}
 
 // redact drops a URL's query values that may hold secrets, keeping their
 // names.

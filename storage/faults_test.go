@@ -176,11 +176,17 @@ func TestCredentialAndBucketErrors(t *testing.T) {
 	_, err := storage.NewOpener().Glob(ctx, srv.URL("nobucket", "*.parquet"))
 	check("an unknown bucket", err, storage.ErrNotFound, "s3://nobucket/", "no such bucket")
 
+	// MinIO refuses a wrong secret as SignatureDoesNotMatch, VersityGW as
+	// AccessDenied: both are credentials refused.
+	minio := s3test.StartMinIO(t)
+	minio.Bucket(t, "there")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-1234")
-	_, err = storage.NewOpener().Open(ctx, srv.URL("there", "a.parquet"))
-	check("a wrong secret", err, storage.ErrDenied, "s3://there/a.parquet")
-	if strings.Contains(err.Error(), "not-the-secret-1234") {
-		t.Fatalf("the secret in the message: %v", err)
+	for _, url := range []string{srv.URL("there", "a.parquet"), minio.URL("there", "a.parquet")} {
+		_, err = storage.NewOpener().Open(ctx, url)
+		check("a wrong secret", err, storage.ErrDenied, "s3://there/a.parquet")
+		if strings.Contains(err.Error(), "not-the-secret-1234") {
+			t.Fatalf("the secret in the message: %v", err)
+		}
 	}
 
 	os.Unsetenv("AWS_SECRET_ACCESS_KEY")
@@ -195,4 +201,51 @@ func TestCredentialAndBucketErrors(t *testing.T) {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "none.json"))
 	_, err = storage.NewOpener().Open(ctx, "gs://some-bucket/a.parquet")
 	check("no Google credentials", err, storage.ErrNoCredentials, "gs://some-bucket", "GOOGLE_APPLICATION_CREDENTIALS")
+}
+
+// A listing whose response is cut mid-body is asked for again: a folder
+// lists, and globs, every object.
+func TestListingSurvivesACutResponse(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "cut")
+	proxy := srv.Proxy(t)
+	o := storage.NewOpener()
+	defer o.Close()
+	for _, name := range []string{"a.csv", "b.csv", "c.csv"} {
+		if err := o.WriteFile(t.Context(), proxy.URL("cut", "d/"+name), []byte("x\n1\n"), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		list func() (int, error)
+	}{
+		{"List", func() (int, error) { e, err := o.List(t.Context(), proxy.URL("cut", "d/")); return len(e), err }},
+		{"Glob", func() (int, error) { g, err := o.Glob(t.Context(), proxy.URL("cut", "d/*.csv")); return len(g), err }},
+	} {
+		proxy.Lock()
+		proxy.CutGets = 2
+		proxy.Unlock()
+		if n, err := c.list(); err != nil || n != 3 {
+			t.Fatalf("%s through two cut responses: %d objects, %v", c.name, n, err)
+		}
+	}
+}
+
+// What reaches a person names the bucket that is missing, not the object
+// a request was for; a refused signature is ErrDenied; a presigned URL's
+// signature never appears in a message.
+func TestErrorsSayWhatToFix(t *testing.T) {
+	srv := s3test.Start(t)
+	o := storage.NewOpener()
+	defer o.Close()
+	err := o.WriteFile(t.Context(), srv.URL("nobucket", "out/.preds.lock"), []byte("x"), false)
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "s3://nobucket/?") || strings.Contains(err.Error(), "lock") {
+		t.Fatalf("a missing bucket: %v", err)
+	}
+	presigned := "http://127.0.0.1:1/b/k.parquet?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE&X-Amz-Signature=deadbeefsecret"
+	_, err = o.Open(t.Context(), presigned)
+	if err == nil || strings.Contains(err.Error(), "deadbeefsecret") || strings.Contains(err.Error(), "AKIDEXAMPLE") {
+		t.Fatalf("a presigned URL's error: %v", err)
+	}
 }

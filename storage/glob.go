@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -62,19 +61,13 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 			return nil, fmt.Errorf("storage: pattern %q: %w", redact(pattern), doublestar.ErrBadPattern)
 		}
 	}
+	objs, err := listAll(ctx, b, &blob.ListOptions{Prefix: prefix})
+	if err != nil {
+		return nil, objectError(pattern, err)
+	}
 	var keys []string
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, objectError(pattern, err)
-		}
-		if !obj.IsDir {
-			keys = append(keys, obj.Key)
-		}
+	for _, obj := range objs {
+		keys = append(keys, obj.Key)
 	}
 	if folder {
 		if err := finished(keys, prefix, pattern); err != nil {

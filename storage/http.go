@@ -49,7 +49,7 @@ func statHTTP(ctx context.Context, name string) (*blob.Attributes, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %s: %w", redact(name), err)
+		return nil, fmt.Errorf("storage: %s: %w", redact(name), redactURLError(err))
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -86,7 +86,7 @@ func httpFetch(name, version string) func(context.Context, int64, int64) (io.Rea
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return nil, err
+			return nil, redactURLError(err)
 		}
 		ok := resp.StatusCode == http.StatusPartialContent || resp.StatusCode == http.StatusOK && off == 0 // the whole file, from its start
 		if ok {

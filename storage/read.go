@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -88,14 +89,18 @@ func (st *objectState) pinned() *blob.ReaderOptions {
 	}}
 }
 
-// quiet keeps the AWS SDK from logging, to stderr, a warning for every
+// quiet keeps the AWS SDK from logging to stderr: a warning for every
 // whole-object GET whose response carries no checksum (an S3-compatible
-// server's often does not): a read's result is checked by its length and
-// pinned version, and a CLI's stderr is its user's.
+// server's often does not), or for a body cut before its end: a read's
+// result is checked by its length and pinned version, a failure comes
+// back as an error, and a CLI's stderr is its user's.
 func quiet(as func(any) bool) {
 	var s3opts *[]func(*s3.Options)
 	if as(&s3opts) {
-		*s3opts = append(*s3opts, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true })
+		*s3opts = append(*s3opts, func(o *s3.Options) {
+			o.DisableLogOutputChecksumValidationSkipped = true
+			o.Logger = logging.Nop{}
+		})
 	}
 }
 

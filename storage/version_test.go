@@ -18,8 +18,12 @@ import (
 // is checked against the pinned version, and a replaced object is
 // ErrChanged naming it.
 func TestReadsCheckTheVersionAnswered(t *testing.T) {
-	srv := s3test.StartGoFakeS3(t)
-	pinnedRead(t, srv.URL("pinned", "obj.bin"))
+	for name, srv := range map[string]*s3test.Server{"gofakes3": s3test.StartGoFakeS3(t), "minio": s3test.StartMinIO(t)} {
+		t.Run(name, func(t *testing.T) {
+			srv.Bucket(t, "pinned")
+			pinnedRead(t, srv.URL("pinned", "obj.bin"))
+		})
+	}
 }
 
 // The same over http(s), from a web server that ignores If-Match and

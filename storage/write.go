@@ -311,18 +311,40 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Entry
-	it := b.List(&blob.ListOptions{Prefix: folderKey(ob.key), Delimiter: "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, objectError(dir, err)
-		}
-		if !obj.IsDir {
-			out = append(out, Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size})
+	objs, err := listAll(ctx, b, &blob.ListOptions{Prefix: folderKey(ob.key), Delimiter: "/"})
+	if err != nil {
+		return nil, objectError(dir, err)
+	}
+	out := make([]Entry, len(objs))
+	for i, obj := range objs {
+		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size}
+	}
+	return out, nil
+}
+
+// listAll returns the objects (not the folders) a listing names. A
+// listing response cut mid-body (the SDK does not retry a body it cannot
+// parse) asks for the listing again from its start, a bounded number of
+// times.
+func listAll(ctx context.Context, b *blob.Bucket, opts *blob.ListOptions) ([]*blob.ListObject, error) {
+	opts.BeforeList = func(as func(any) bool) error { quiet(as); return nil }
+	for attempt := 1; ; attempt++ {
+		var out []*blob.ListObject
+		it := b.List(opts)
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			if err != nil {
+				if attempt == readAttempts || ctx.Err() != nil || !retryable(err) {
+					return nil, err
+				}
+				break
+			}
+			if !obj.IsDir {
+				out = append(out, obj)
+			}
 		}
 	}
 }
@@ -433,17 +455,14 @@ func (o *Opener) RemoveAll(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	it := b.List(&blob.ListOptions{Prefix: folderKey(ob.key)})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return objectError(dir, err)
-		}
+	objs, err := listAll(ctx, b, &blob.ListOptions{Prefix: folderKey(ob.key)})
+	if err != nil {
+		return objectError(dir, err)
+	}
+	for _, obj := range objs {
 		if err := b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return objectError(ob.name(obj.Key), err)
 		}
 	}
+	return nil
 }

@@ -6,7 +6,10 @@
 //     requests;
 //   - gofakes3 (github.com/johannesboyne/gofakes3, MIT) in memory: it
 //     ignores If-Match on reads and checks no signature, as some stores
-//     and caches in front of them do.
+//     and caches in front of them do;
+//   - MinIO (github.com/minio/minio, AGPL-3.0, run as a separate program,
+//     never linked) on one drive in a temporary folder: the most deployed
+//     S3-compatible server.
 package s3test
 
 import (
@@ -15,6 +18,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/drainpipe/drainpipe/internal/testbin"
 )
@@ -37,6 +44,9 @@ type Server struct {
 	// object a file below it.
 	Root string
 	proc *os.Process
+	// makeBucket makes a bucket through S3 on a server whose buckets are
+	// not plain folders (MinIO).
+	makeBucket func(t testing.TB, name string)
 }
 
 // CPU returns the CPU time the server has used so far (Linux).
@@ -46,18 +56,28 @@ func (s *Server) CPU() time.Duration { return testbin.CPU(s.proc) }
 // when it ends, and sets the AWS SDK's credential and region variables.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := testbin.Binary("github.com/versity/versitygw/cmd/versitygw", Version)
+	root, meta := t.TempDir(), t.TempDir()
+	srv := start(t, "github.com/versity/versitygw/cmd/versitygw", Version, func(addr string) []string {
+		return []string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", "--sidecar", meta, root}
+	})
+	srv.Root = root
+	return srv
+}
+
+// start builds (once) and starts the server pkg@version, given its
+// arguments for an address, until the test ends, and sets the AWS SDK's
+// credential and region variables for it.
+func start(t testing.TB, pkg, version string, args func(addr string) []string) *Server {
+	t.Helper()
+	bin, err := testbin.Binary(pkg, version)
 	if err != nil {
 		t.Fatalf("s3test: %v", err)
 	}
-	root, meta := t.TempDir(), t.TempDir()
-	addr, proc := testbin.Start(t, bin, func(addr string) []string {
-		return []string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", "--sidecar", meta, root}
-	})
+	addr, proc := testbin.Start(t, bin, args)
 	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
-	return &Server{Endpoint: "http://" + addr, Root: root, proc: proc}
+	return &Server{Endpoint: "http://" + addr, proc: proc}
 }
 
 // GoFakeS3Version is the gofakes3 release the tests run.
@@ -69,23 +89,56 @@ const GoFakeS3Version = "v1.2.0"
 // none). Its Root is empty: its objects are reached through S3 alone.
 func StartGoFakeS3(t testing.TB) *Server {
 	t.Helper()
-	bin, err := testbin.Binary("github.com/johannesboyne/gofakes3/cmd/gofakes3", GoFakeS3Version)
-	if err != nil {
-		t.Fatalf("s3test: %v", err)
-	}
-	addr, proc := testbin.Start(t, bin, func(addr string) []string {
+	return start(t, "github.com/johannesboyne/gofakes3/cmd/gofakes3", GoFakeS3Version, func(addr string) []string {
 		return []string{"-backend", "memory", "-autobucket", "-quiet", "-host", addr}
 	})
-	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
-	t.Setenv("AWS_REGION", "us-east-1")
-	return &Server{Endpoint: "http://" + addr, proc: proc}
 }
 
-// Bucket makes a bucket and returns its folder ("" on a server without
-// one, which makes a bucket on its first use).
+// MinIOVersion is the MinIO commit the tests run (MinIO tags its
+// releases by date, not as Go module versions).
+const MinIOVersion = "v0.0.0-20260212201848-7aac2a2c5b7c"
+
+// StartMinIO builds (once: a few minutes) and starts a MinIO server on
+// one drive in a temporary folder for the test, which stops it when it
+// ends, and sets the AWS SDK's credential and region variables. Its
+// buckets are made through S3 (Bucket); Root is empty.
+func StartMinIO(t testing.TB) *Server {
+	t.Helper()
+	t.Setenv("MINIO_ROOT_USER", AccessKey)
+	t.Setenv("MINIO_ROOT_PASSWORD", SecretKey)
+	t.Setenv("MINIO_BROWSER", "off")
+	t.Setenv("MINIO_UPDATE", "off")
+	data := t.TempDir()
+	srv := start(t, "github.com/minio/minio", MinIOVersion, func(addr string) []string {
+		return []string{"server", "--address", addr, "--console-address", "127.0.0.1:0", "--quiet", data}
+	})
+	srv.makeBucket = func(t testing.TB, name string) {
+		t.Helper()
+		client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")})
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(name)})
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("s3test: make bucket %s on MinIO: %v", name, err)
+			}
+			time.Sleep(50 * time.Millisecond) // still starting
+		}
+	}
+	return srv
+}
+
+// Bucket makes a bucket and returns its folder ("" on a server whose
+// buckets are not folders, or that makes a bucket on its first use).
 func (s *Server) Bucket(t testing.TB, name string) string {
 	t.Helper()
+	if s.makeBucket != nil {
+		s.makeBucket(t, name)
+		return ""
+	}
 	if s.Root == "" {
 		return ""
 	}
