@@ -3,7 +3,9 @@ package job_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -12,6 +14,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -360,14 +366,24 @@ func TestBreakLockAgainstALiveHolder(t *testing.T) {
 				_, err := job.Run(t.Context(), first)
 				aErr <- err
 			}()
-			<-aRunning
+			select {
+			case <-aRunning:
+			case err := <-aErr:
+				t.Fatalf("the first job ended before its first batch: %v", err)
+			}
 			bErr := make(chan error, 1)
 			go func() {
 				_, err := job.Run(t.Context(), second)
 				bErr <- err
 			}()
-			if err := <-aErr; !errors.Is(err, job.ErrLockLost) {
-				t.Fatalf("the first job, its lock broken: %v, want ErrLockLost", err)
+			select {
+			case err := <-aErr:
+				if !errors.Is(err, job.ErrLockLost) {
+					t.Fatalf("the first job, its lock broken: %v, want ErrLockLost", err)
+				}
+			case err := <-bErr:
+				close(bHolds) // let the first job go
+				t.Fatalf("the breaker ended before its first batch: %v (the first job: %v)", err, <-aErr)
 			}
 			third := config(mem, input, st.url("live", "preds/"), other)
 			if _, err := job.Run(t.Context(), third); !errors.Is(err, job.ErrLocked) {
@@ -446,5 +462,57 @@ func TestObjectKeysWithURLCharacters(t *testing.T) {
 	}
 	if exists(t, srv.URL("keys", "%2Eout%20%231.lock")) || exists(t, srv.URL("keys", ".out%20%231.lock")) {
 		t.Fatal("the lock stayed")
+	}
+}
+
+// Uploads a killed run left incomplete (S3 keeps, and bills, them until
+// they are aborted) are aborted by the resume, once it holds the lock:
+// the output file's and the part the killed run was writing, never
+// another object's.
+func TestRunAbortsOrphanUploads(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 300)
+	for name, srv := range map[string]*s3test.Server{"versitygw": s3test.Start(t), "minio": s3test.StartMinIO(t)} {
+		t.Run(name, func(t *testing.T) {
+			st := s3Store(srv)
+			input := putInputs(t, st, "orphans", local)
+			client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+				Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, "")})
+			cfg := config(mem, input, st.url("orphans", "preds.parquet"), m)
+			cfg.Resume = true
+			interrupt(t, cfg, 150)
+			var man struct{ Parts []json.RawMessage }
+			if err := json.Unmarshal(objectFiles(t, st, "orphans", "preds.parquet.parts/manifest.json")["."], &man); err != nil || len(man.Parts) == 0 {
+				t.Fatalf("the interrupted run's manifest: %d parts, %v", len(man.Parts), err)
+			}
+			next := fmt.Sprintf("preds.parquet.parts/part-%06d.arrow", len(man.Parts))
+			keys := []string{"preds.parquet", next, "preds.parquet2", "other/x.parquet"}
+			for _, key := range keys {
+				up, err := client.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: aws.String("orphans"), Key: aws.String(key)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = client.UploadPart(t.Context(), &s3.UploadPartInput{Bucket: aws.String("orphans"), Key: aws.String(key), UploadId: up.UploadId,
+					PartNumber: aws.Int32(1), Body: bytes.NewReader(make([]byte, 5<<20))})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sum, err := job.Run(t.Context(), cfg); err != nil || sum.ResumedRows == 0 {
+				t.Fatalf("resume: %+v, %v", sum, err)
+			}
+			list, err := client.ListMultipartUploads(t.Context(), &s3.ListMultipartUploadsInput{Bucket: aws.String("orphans")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, up := range list.Uploads {
+				left = append(left, aws.ToString(up.Key))
+			}
+			slices.Sort(left)
+			if want := []string{"other/x.parquet", "preds.parquet2"}; !slices.Equal(left, want) {
+				t.Fatalf("uploads left: %v, want %v", left, want)
+			}
+		})
 	}
 }

@@ -132,7 +132,36 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 	if err == nil && !r.layout.folder {
 		removeStrayTemps(cfg.Output)
 	}
+	if err == nil {
+		r.abortUploads()
+	}
 	return held, err
+}
+
+// abortUploads aborts the uploads an earlier, killed run left incomplete
+// (S3 keeps, and bills, them until they are aborted): the job holds the
+// lock, so no upload to its output is another's. Those are the output
+// file's and the parts folder's — which S3 lists by prefix, and MinIO
+// and VersityGW only by the object's name: the part (and set-aside part)
+// the manifest says comes next, which the killed run was writing, are
+// named. Housekeeping: a store that refuses it (a policy without
+// s3:ListBucketMultipartUploads) is a warning, not a failed job.
+func (r *run) abortUploads() {
+	if !storage.IsURL(r.cfg.Output) {
+		return
+	}
+	next := len(r.parts.m.Parts)
+	names := []string{r.cfg.Output, r.layout.path(r.layout.partName(next)), r.layout.path(asideName(next))}
+	if !r.layout.folder {
+		names = append(names, storage.Join(r.layout.dir, ""))
+	}
+	n, err := r.cfg.store.AbortUploads(r.layout.ctx, names...)
+	if err != nil {
+		r.cfg.Logger.Warn("could not abort the uploads an earlier run left incomplete", "error", err)
+	}
+	if n > 0 {
+		r.cfg.Logger.Info("aborted incomplete uploads an earlier run left", "uploads", n)
+	}
 }
 
 // predict reads the inputs from where the committed parts end, predicts,

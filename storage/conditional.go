@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	gcstorage "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -14,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -144,3 +147,58 @@ func conditionError(name string, err error) error {
 	}
 	return objectError(name, err)
 }
+
+// AbortUploads aborts the incomplete multipart uploads to the objects
+// names: a file's URL (its key), or a folder's (ending in /: the keys
+// directly in it). A process killed during a large upload leaves one
+// behind, which S3 keeps, and bills, until it is aborted; a job aborts
+// its own once it holds its output's lock. It returns how many it
+// aborted. On GCS and Azure, which discard an unfinished upload by
+// themselves, and on local paths, it does nothing.
+func (o *Opener) AbortUploads(ctx context.Context, names ...string) (int, error) {
+	aborted := 0
+	for _, name := range names {
+		if !IsURL(name) || isHTTP(name) {
+			continue
+		}
+		ob, b, err := o.open(ctx, name)
+		if err != nil {
+			return aborted, err
+		}
+		var client *s3.Client
+		if !b.As(&client) {
+			continue
+		}
+		folder := IsFolder(name)
+		in := &s3.ListMultipartUploadsInput{Bucket: aws.String(ob.bucket), Prefix: aws.String(ob.key)}
+		for more := true; more; {
+			page, err := client.ListMultipartUploads(ctx, in, quietClient)
+			var api smithy.APIError
+			if errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
+				break // gofakes3's answer for none
+			}
+			if err != nil {
+				return aborted, objectError(name, err)
+			}
+			for _, up := range page.Uploads {
+				key := aws.ToString(up.Key)
+				rest, ok := strings.CutPrefix(key, ob.key)
+				if !ok || (!folder && rest != "") || (folder && strings.Contains(rest, "/")) {
+					continue
+				}
+				_, err := client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(ob.bucket), Key: up.Key, UploadId: up.UploadId}, quietClient)
+				var api smithy.APIError
+				if err != nil && !(errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload") {
+					return aborted, objectError(ob.name(key), err)
+				}
+				aborted++
+			}
+			more = aws.ToBool(page.IsTruncated)
+			in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
+		}
+	}
+	return aborted, nil
+}
+
+// quietClient keeps the SDK's client from logging to stderr.
+func quietClient(o *s3.Options) { o.Logger = logging.Nop{} }
