@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -95,10 +96,10 @@ func (c *Config) features() fileset.Features {
 // with the feature column as a tensor of InputSize values; origins learns
 // where each row comes from; screen sees the columns read before they are
 // gathered. It returns the rows the files declare (-1 if unknown).
-func (c *Config) dataset(files []string, origins *fileset.Origins, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
+func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.Origins, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
 	feat := c.features()
 	opts := append(feat.Options(), fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
-		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins), fileset.WithOpener(c.store))
+		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins), fileset.WithOpener(c.store), fileset.WithContext(ctx))
 	if c.badValue != nil {
 		opts = append(opts, fileset.WithCSVBadValues(c.badValue))
 	}

@@ -265,7 +265,7 @@ func (c *Config) checkOutput(l layout, fingerprint string) error {
 				return errFinished
 			}
 		}
-		if !l.folder && writtenBy(c.Output) == fingerprint {
+		if !l.folder && writtenBy(l.store, c.Output) == fingerprint {
 			return errFinished
 		}
 	}
@@ -278,8 +278,8 @@ const jobKey = "drainpipe:job"
 
 // writtenBy returns the fingerprint of the job that wrote the output file,
 // or "" if it cannot tell.
-func writtenBy(output string) string {
-	set, err := fileset.Open([]string{output})
+func writtenBy(store *storage.Opener, output string) string {
+	set, err := fileset.Open([]string{output}, fileset.WithOpener(store))
 	if err != nil {
 		return ""
 	}
@@ -291,8 +291,8 @@ func writtenBy(output string) string {
 }
 
 // outputRows returns the rows of a complete output file.
-func outputRows(output string) int64 {
-	set, err := fileset.Open([]string{output})
+func outputRows(store *storage.Opener, output string) int64 {
+	set, err := fileset.Open([]string{output}, fileset.WithOpener(store))
 	if err != nil {
 		return 0
 	}
@@ -322,7 +322,7 @@ func (c *Config) outputSchema(in *arrow.Schema) (*arrow.Schema, error) {
 }
 
 // fingerprint identifies the job's inputs, model and settings.
-func (c *Config) fingerprint(files []string) (string, error) {
+func (c *Config) fingerprint(ctx context.Context, files []string) (string, error) {
 	type input struct {
 		Path    string
 		Size    int64
@@ -342,7 +342,7 @@ func (c *Config) fingerprint(files []string) (string, error) {
 	for _, f := range files {
 		if storage.IsURL(f) {
 			// Pinned: the reads that follow see this version or fail.
-			st, err := c.store.Pin(context.Background(), f)
+			st, err := c.store.Pin(ctx, f)
 			if err != nil {
 				return "", fmt.Errorf("job: %w", err)
 			}

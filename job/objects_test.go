@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -512,6 +513,53 @@ func TestRunAbortsOrphanUploads(t *testing.T) {
 			slices.Sort(left)
 			if want := []string{"other/x.parquet", "preds.parquet2"}; !slices.Equal(left, want) {
 				t.Fatalf("uploads left: %v, want %v", left, want)
+			}
+		})
+	}
+}
+
+// A job whose store stops answering ends promptly when its context is
+// cancelled: the request under way is abandoned, whether it reads a
+// footer (the plan) or a row group fetched ahead of the decoders, and
+// the run returns context.Canceled with no part committed past what it
+// had.
+func TestCancelAgainstAStalledStore(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	local, m := setup(t, mem, 3000)
+	srv := s3test.Start(t)
+	proxy := srv.Proxy(t)
+	st := store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+	input := putInputs(t, st, "stall", local)
+	for _, after := range []int{0, 4} {
+		t.Run(fmt.Sprintf("after %d reads", after), func(t *testing.T) {
+			stalled := make(chan struct{}, 1)
+			proxy.Lock()
+			proxy.Gets, proxy.StallAfter, proxy.Stall = 0, after, stalled
+			proxy.Unlock()
+			defer func() {
+				proxy.Lock()
+				proxy.Stall = nil
+				proxy.Unlock()
+			}()
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				_, err := job.Run(ctx, config(mem, input, t.TempDir()+"/out/", m))
+				done <- err
+			}()
+			select {
+			case <-stalled:
+			case err := <-done:
+				t.Fatalf("the job ended before the store stalled: %v", err)
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancelled against a stalled store: %v, want context.Canceled", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the job did not end within 20 s of its cancellation against a stalled store")
 			}
 		})
 	}

@@ -368,7 +368,7 @@ func (p *parts) mergeAside(path string, schema *arrow.Schema, mem memory.Allocat
 	ds := dataset.FromRecords(schema)
 	if len(files) > 0 {
 		var err error
-		if ds, err = fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem)); err != nil {
+		if ds, err = fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem), fileset.WithOpener(p.store)); err != nil {
 			return err
 		}
 	}
@@ -428,7 +428,7 @@ func (p *parts) dataset(empty func() (*arrow.Schema, error), mem memory.Allocato
 		}
 		return dataset.FromRecords(schema), nil
 	}
-	return fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem))
+	return fileset.Read(files, fileset.WithFormat(format.IPCFile), fileset.WithAllocator(mem), fileset.WithOpener(p.store))
 }
 
 // rowGroupRows is the row-group size of the merged output.

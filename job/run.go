@@ -49,7 +49,7 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		if !ok || !r.layout.folder {
 			// The output file names its job, and holds its rows (the parts,
 			// if any, may be a later, interrupted run's of the same job).
-			rows = outputRows(cfg.Output)
+			rows = outputRows(cfg.store, cfg.Output)
 		}
 		return &Summary{Output: cfg.Output, Rows: rows, RowsIn: rows, ResumedRows: rows, AlreadyComplete: true, Wall: time.Since(r.began)}, nil
 	}
@@ -102,7 +102,7 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 		dir, name := storage.Split(cfg.Output)
 		r.layout.dir = storage.Join(dir, name+".parts")
 	}
-	files, err := fileset.Expand(cfg.Inputs)
+	files, err := fileset.ExpandContext(ctx, cfg.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 		return nil, err
 	}
 	r.layout.fence = held.check
-	if r.fingerprint, err = cfg.fingerprint(files); err == nil {
+	if r.fingerprint, err = cfg.fingerprint(ctx, files); err == nil {
 		err = cfg.checkOutput(r.layout, r.fingerprint)
 	}
 	if err == nil {

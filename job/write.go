@@ -54,7 +54,7 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 		// Values are read (and this called) only once a exists.
 		c.badValue = func(path string, row int64, column string, err error) { a.badValue(path, row, column, err) }
 	}
-	ds, total, err := c.dataset(files, origins, func(read *dataset.Dataset, gathered []string) *dataset.Dataset {
+	ds, total, err := c.dataset(ctx, files, origins, func(read *dataset.Dataset, gathered []string) *dataset.Dataset {
 		in = c.counted(read, skip)
 		if c.SetAside == "" {
 			return in.ds
@@ -210,7 +210,7 @@ func (c *Config) whole(ctx context.Context, open func(a *aside, read *arrow.Sche
 	}
 	c.openStore()
 	defer c.store.Close()
-	files, err := fileset.Expand(c.Inputs)
+	files, err := fileset.ExpandContext(ctx, c.Inputs)
 	if err != nil {
 		return nil, err
 	}

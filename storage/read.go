@@ -29,6 +29,12 @@ type File interface {
 	Size() int64
 }
 
+// ContextReaderAt is a File whose reads at offsets can be made under a
+// context of their own (an object's).
+type ContextReaderAt interface {
+	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
+}
+
 // Open opens name for reading.
 func (o *Opener) Open(ctx context.Context, name string) (File, error) {
 	if !IsURL(name) {
@@ -195,6 +201,13 @@ func (f *objectFile) Size() int64 { return f.size }
 const readAttempts = 4
 
 func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtContext(f.ctx, p, off)
+}
+
+// ReadAtContext is ReadAt with the requests made under ctx instead of the
+// context the file was opened with: for reads ahead of a reader, which
+// its Close must be able to end at once.
+func (f *objectFile) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("storage: %s: negative offset %d", redact(f.name), off)
 	}
@@ -204,9 +217,9 @@ func (f *objectFile) ReadAt(p []byte, off int64) (int, error) {
 	n := min(int64(len(p)), f.size-off)
 	got := int64(0)
 	for attempt := 1; got < n; attempt++ {
-		k, err := f.readRange(p[got:n], off+got)
+		k, err := f.readRange(ctx, p[got:n], off+got)
 		got += int64(k)
-		if err != nil && (attempt == readAttempts || f.ctx.Err() != nil || !retryable(err)) {
+		if err != nil && (attempt == readAttempts || ctx.Err() != nil || !retryable(err)) {
 			return int(got), f.readError(fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
 		}
 	}
@@ -226,9 +239,9 @@ func (f *objectFile) readError(err error) error {
 }
 
 // readRange reads len(p) bytes from off in one request.
-func (f *objectFile) readRange(p []byte, off int64) (int, error) {
+func (f *objectFile) readRange(ctx context.Context, p []byte, off int64) (int, error) {
 	f.state.requests.Add(1)
-	r, err := f.fetch(f.ctx, off, int64(len(p)))
+	r, err := f.fetch(ctx, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}

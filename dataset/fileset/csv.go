@@ -1,7 +1,6 @@
 package fileset
 
 import (
-	"context"
 	encsv "encoding/csv"
 	"errors"
 	"fmt"
@@ -42,7 +41,7 @@ type csvReader struct {
 }
 
 func (c *filesConfig) openCSV(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := c.opener.Open(context.Background(), path)
+	f, err := c.opener.Open(c.ctx, path)
 	if err != nil {
 		return nil, err
 	}

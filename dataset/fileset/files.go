@@ -32,9 +32,14 @@ var (
 // without glob characters must name an existing file; a glob must match
 // at least one.
 func Expand(patterns []string) ([]string, error) {
+	return ExpandContext(context.Background(), patterns)
+}
+
+// ExpandContext is Expand with its listings made under ctx.
+func ExpandContext(ctx context.Context, patterns []string) ([]string, error) {
 	o := storage.NewOpener()
 	defer o.Close()
-	return expand(context.Background(), o, patterns)
+	return expand(ctx, o, patterns)
 }
 
 func expand(ctx context.Context, o *storage.Opener, patterns []string) ([]string, error) {
@@ -73,7 +78,7 @@ func Open(patterns []string, opts ...Option) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths, err := expand(context.Background(), c.opener, patterns)
+	paths, err := expand(c.ctx, c.opener, patterns)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +291,7 @@ func (c *filesConfig) open(path string) (fileReader, error) {
 func (c *filesConfig) fileMemory(path string) (memory.Allocator, error) {
 	limit := c.maxMemory
 	if limit <= 0 {
-		st, err := c.opener.Stat(context.Background(), path)
+		st, err := c.opener.Stat(c.ctx, path)
 		if err != nil {
 			return nil, err
 		}

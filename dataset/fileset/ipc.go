@@ -1,7 +1,6 @@
 package fileset
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"iter"
@@ -24,7 +23,7 @@ type ipcReader struct {
 }
 
 func (c *filesConfig) openIPC(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := c.opener.Open(context.Background(), path)
+	f, err := c.opener.Open(c.ctx, path)
 	if err != nil {
 		return nil, err
 	}

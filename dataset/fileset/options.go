@@ -1,6 +1,7 @@
 package fileset
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
@@ -27,10 +28,18 @@ type filesConfig struct {
 	origins      *Origins
 	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
 	opener       *storage.Opener
+	ctx          context.Context // of every request to an object store
 }
 
 // Option configures [Read] and [Open].
 type Option func(*filesConfig)
+
+// WithContext makes ctx the context of every request the reads make to
+// an object store or web server: listing, opening, and each read (the
+// fetches ahead of the decoders too), so a cancelled ctx ends them at
+// once instead of after the requests under way. The default is
+// context.Background().
+func WithContext(ctx context.Context) Option { return func(c *filesConfig) { c.ctx = ctx } }
 
 // WithFormat sets the format instead of guessing it from file names.
 func WithFormat(f format.Format) Option { return func(c *filesConfig) { c.format = f } }
@@ -100,7 +109,7 @@ func WithOpener(o *storage.Opener) Option { return func(c *filesConfig) { c.open
 func WithDecoders(n int) Option { return func(c *filesConfig) { c.decoders = max(n, 1) } }
 
 func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{opener: storage.NewOpener(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), parallelRows: 1024, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
+	c := &filesConfig{opener: storage.NewOpener(), ctx: context.Background(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), parallelRows: 1024, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
 	for _, o := range opts {
 		o(c)
 	}

@@ -2,7 +2,6 @@ package fileset
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -34,13 +33,13 @@ type parquetReader struct {
 }
 
 func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader, error) {
-	f, err := c.opener.Open(context.Background(), path)
+	f, err := c.opener.Open(c.ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	var ahead *prefetcher
 	if storage.IsURL(path) {
-		ahead = newPrefetcher(f)
+		ahead = newPrefetcher(c.ctx, f)
 		f = ahead
 	}
 	// Pages are read as they are decoded, through a buffer, not a whole
@@ -211,7 +210,7 @@ func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 // pqarrowRecords reads the selection through pqarrow.
 func (r *parquetReader) pqarrowRecords(sel selection, yield func(piece, error) bool) {
 	cut := sel.runCutter()
-	rr, err := r.fr.GetRecordReader(context.Background(), r.leaves, sel.groups)
+	rr, err := r.fr.GetRecordReader(r.c.ctx, r.leaves, sel.groups)
 	if err != nil {
 		yield(piece{}, err)
 		return
@@ -285,7 +284,7 @@ func (r *parquetReader) tensorRecords(sel selection, tensors []*tensorColumn, re
 	var rr pqarrow.RecordReader
 	if len(rest) > 0 {
 		var err error
-		if rr, err = r.fr.GetRecordReader(context.Background(), rest, sel.groups); err != nil {
+		if rr, err = r.fr.GetRecordReader(r.c.ctx, rest, sel.groups); err != nil {
 			yield(piece{}, err)
 			return
 		}

@@ -53,8 +53,8 @@ type fetch struct {
 	dropped bool
 }
 
-func newPrefetcher(f storage.File) *prefetcher {
-	ctx, cancel := context.WithCancel(context.Background())
+func newPrefetcher(ctx context.Context, f storage.File) *prefetcher {
+	ctx, cancel := context.WithCancel(ctx)
 	return &prefetcher{File: f, ctx: ctx, cancel: cancel, loaded: map[int][]*fetch{}}
 }
 
@@ -164,7 +164,12 @@ func (p *prefetcher) load(g int) {
 				f.err = p.ctx.Err()
 				return
 			}
-			_, f.err = p.File.ReadAt(f.data, s.off)
+			if r, ok := p.File.(storage.ContextReaderAt); ok {
+				// Under the prefetcher's context: Close ends it at once.
+				_, f.err = r.ReadAtContext(p.ctx, f.data, s.off)
+			} else {
+				_, f.err = p.File.ReadAt(f.data, s.off)
+			}
 		})
 	}
 	if p.loaded[g] == nil {

@@ -30,6 +30,11 @@ type FaultProxy struct {
 	DropAnswers func(method, path string) bool
 	// FailDeletes, if set, answers every DELETE 500.
 	FailDeletes bool
+	// Stall, if set, holds every GET after the first StallAfter until the
+	// client gives up (a store that stops answering), sending on Stall
+	// (if it can) as each is held.
+	Stall      chan struct{}
+	StallAfter int
 	// Gets counts the GETs seen.
 	Gets int
 
@@ -76,7 +81,19 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail = p.FailDeletes
 	}
 	drop := p.DropAnswers != nil && p.DropAnswers(r.Method, r.URL.Path)
+	stall := p.Stall
+	if r.Method != http.MethodGet || p.Gets <= p.StallAfter {
+		stall = nil
+	}
 	p.Unlock()
+	if stall != nil {
+		select {
+		case stall <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+		return
+	}
 	switch {
 	case refuse:
 		s3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
