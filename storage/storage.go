@@ -258,8 +258,16 @@ func (o *Opener) Expect(name string, v Info) {
 }
 
 // statPinned is Stat for a read: the object's attributes, checked
-// against the version the Opener pinned.
+// against the version the Opener pinned. An object pinned already needs
+// no request: every response of a read is checked against the pin, so a
+// change is found by the read itself.
 func (o *Opener) statPinned(ctx context.Context, b *blob.Bucket, name, key string) (*objectState, error) {
+	o.mu.Lock()
+	st := o.objects[name]
+	o.mu.Unlock()
+	if st != nil && !st.expected {
+		return st, nil
+	}
 	attrs, err := b.Attributes(ctx, key)
 	if err != nil {
 		return nil, objectError(name, err)

@@ -291,7 +291,7 @@ func (c *filesConfig) open(path string) (fileReader, error) {
 func (c *filesConfig) fileMemory(path string) (memory.Allocator, error) {
 	limit := c.maxMemory
 	if limit <= 0 {
-		st, err := c.opener.Stat(c.ctx, path)
+		st, err := c.opener.Pin(c.ctx, path) // an object's first look, or no request
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,19 @@ func (c *ceiling) take(n int64) {
 	}
 }
 
+// tryTake takes n bytes if they fit under the limit, and reports whether
+// it did: for memory a reader can do without (the fetches ahead).
+func (c *ceiling) tryTake(n int64) bool {
+	if held := c.held.Add(n); held > c.limit {
+		c.held.Add(-n)
+		return false
+	}
+	return true
+}
+
+// give returns n bytes taken.
+func (c *ceiling) give(n int64) { c.held.Add(-n) }
+
 func (c *ceiling) Allocate(size int) []byte {
 	c.take(int64(size))
 	return c.mem.Allocate(size)

@@ -39,7 +39,8 @@ func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader
 	}
 	var ahead *prefetcher
 	if storage.IsURL(path) {
-		ahead = newPrefetcher(c.ctx, f)
+		limit, _ := mem.(*ceiling)
+		ahead = newPrefetcher(c.ctx, f, limit)
 		f = ahead
 	}
 	// Pages are read as they are decoded, through a buffer, not a whole
@@ -194,7 +195,7 @@ func (r *parquetReader) records(mine func(int) bool) iter.Seq2[piece, error] {
 			return
 		}
 		if r.ahead != nil {
-			r.ahead.plan(r.pf, sel.groups, r.leaves)
+			r.ahead.plan(r.pf, sel.groups, r.leaves, r.c.batchRows)
 		}
 		// An object's groups are fetched ahead in order (the prefetcher);
 		// a local file's are decoded side by side, when they are large

@@ -31,13 +31,23 @@ type prefetcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	order  []int               // the row groups to be read, in order
+	mu    sync.Mutex
+	order []int // the row groups to be read, in order
+	// lag is how many groups before the one a read falls in are kept: a
+	// read of many rows takes its columns one after another, each across
+	// the groups the read spans, so the first column is in a later group
+	// while the next still needs the earlier ones.
+	lag    int
 	spans  map[int][]byteRange // by row group: the coalesced chunk ranges
 	loaded map[int][]*fetch    // by row group
 	// free holds the buffers of groups read: reused, they need neither
 	// allocating nor clearing (which cost a tenth of an object's read).
 	free [][]byte
+	// limit, if set, is the read's memory ceiling, which the buffers
+	// count against (taken bytes, given back at Close): a group that does
+	// not fit is not fetched ahead, and its reads go to the object.
+	limit *ceiling
+	taken int64
 }
 
 type byteRange struct{ off, n int64 }
@@ -53,18 +63,25 @@ type fetch struct {
 	dropped bool
 }
 
-func newPrefetcher(ctx context.Context, f storage.File) *prefetcher {
+func newPrefetcher(ctx context.Context, f storage.File, limit *ceiling) *prefetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	return &prefetcher{File: f, ctx: ctx, cancel: cancel, loaded: map[int][]*fetch{}}
+	return &prefetcher{File: f, ctx: ctx, cancel: cancel, loaded: map[int][]*fetch{}, limit: limit}
 }
 
-// plan sets the row groups to be read, in order, and the leaf columns
-// read (nil: all).
-func (p *prefetcher) plan(pf *file.Reader, groups, leaves []int) {
+// plan sets the row groups to be read, in order, the leaf columns read
+// (nil: all), and the rows a read takes.
+func (p *prefetcher) plan(pf *file.Reader, groups, leaves []int, readRows int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.order, p.spans = slices.Clone(groups), map[int][]byteRange{}
 	md := pf.MetaData()
+	fewest := int64(readRows)
+	for _, g := range groups {
+		fewest = max(1, min(fewest, md.RowGroup(g).NumRows()))
+	}
+	// A read of readRows rows, starting anywhere in a group, spans this
+	// many groups besides its first.
+	p.lag = int((int64(readRows)+fewest-1)/fewest) + 1
 	if leaves == nil {
 		for i := range md.Schema.NumColumns() {
 			leaves = append(leaves, i)
@@ -124,7 +141,8 @@ func (p *prefetcher) ReadAt(b []byte, off int64) (int, error) {
 }
 
 // cached returns the fetch holding [off, off+n), starting the fetches of
-// its row group and the next one, and dropping those of the groups before.
+// its row group and the next groupsAhead, and dropping those of the groups
+// more than lag before it.
 func (p *prefetcher) cached(off, n int64) *fetch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -136,7 +154,7 @@ func (p *prefetcher) cached(off, n int64) *fetch {
 			for _, next := range p.order[i:min(i+1+groupsAhead, len(p.order))] {
 				p.load(next)
 			}
-			for _, before := range p.order[:i] {
+			for _, before := range p.order[:max(0, i-p.lag)] {
 				p.drop(before)
 			}
 			for _, f := range p.loaded[g] {
@@ -156,7 +174,11 @@ func (p *prefetcher) load(g int) {
 		return
 	}
 	for _, s := range p.spans[g] {
-		f := &fetch{byteRange: s, done: make(chan struct{}), data: p.buffer(s.n)}
+		data := p.buffer(s.n)
+		if data == nil {
+			break // over the ceiling: read from the object as asked
+		}
+		f := &fetch{byteRange: s, done: make(chan struct{}), data: data}
 		p.loaded[g] = append(p.loaded[g], f)
 		p.wg.Go(func() {
 			defer close(f.done)
@@ -177,14 +199,20 @@ func (p *prefetcher) load(g int) {
 	}
 }
 
-// buffer returns a slice of n bytes, a freed one if one is large enough.
-// p.mu is held.
+// buffer returns a slice of n bytes, a freed one if one is large enough;
+// nil if a new one would pass the memory ceiling. p.mu is held.
 func (p *prefetcher) buffer(n int64) []byte {
 	for i, b := range p.free {
 		if int64(cap(b)) >= n {
 			p.free = slices.Delete(p.free, i, i+1)
 			return b[:n]
 		}
+	}
+	if p.limit != nil {
+		if !p.limit.tryTake(n) {
+			return nil
+		}
+		p.taken += n
 	}
 	return make([]byte, n)
 }
@@ -209,5 +237,9 @@ func (p *prefetcher) drop(g int) {
 func (p *prefetcher) Close() error {
 	p.cancel()
 	p.wg.Wait()
+	if p.limit != nil {
+		p.limit.give(p.taken)
+		p.taken = 0
+	}
 	return p.File.Close()
 }
