@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
@@ -339,14 +340,25 @@ func (c *Config) fingerprint(ctx context.Context, files []string) (string, error
 		SetAside               bool
 	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(),
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
-	for _, f := range files {
+	// Objects are pinned side by side (a round trip each): the reads
+	// that follow see these versions or fail.
+	pins := make([]storage.Info, len(files))
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i, f := range files {
 		if storage.IsURL(f) {
-			// Pinned: the reads that follow see this version or fail.
-			st, err := c.store.Pin(ctx, f)
-			if err != nil {
-				return "", fmt.Errorf("job: %w", err)
-			}
-			desc.Inputs = append(desc.Inputs, input{Path: f, Size: st.Size, ETag: st.ETag})
+			g.Go(func() (err error) {
+				pins[i], err = c.store.Pin(ctx, f)
+				return err
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return "", fmt.Errorf("job: %w", err)
+	}
+	for i, f := range files {
+		if storage.IsURL(f) {
+			desc.Inputs = append(desc.Inputs, input{Path: f, Size: pins[i].Size, ETag: pins[i].ETag})
 			continue
 		}
 		st, err := os.Stat(f)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	gcstorage "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -49,8 +50,14 @@ func (o *Opener) ReadVersion(ctx context.Context, name string) ([]byte, Version,
 	}
 	for attempt := 1; ; attempt++ {
 		data, v, err := readVersion(ctx, b, ob.key, name)
-		if err == nil || attempt == readAttempts || ctx.Err() != nil || !retryable(err) {
+		if err == nil || attempt == readAttempts || !retryable(err) {
 			return data, v, err
+		}
+		// A moment for a write under way to end.
+		select {
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, Version{}, err
 		}
 	}
 }

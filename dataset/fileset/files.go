@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/format"
@@ -99,14 +100,30 @@ func Open(patterns []string, opts ...Option) (*Set, error) {
 	full := *c
 	full.columns = nil
 	set := &Set{c: c, paths: paths}
+	// Each file is opened for its schema and rows; objects side by side,
+	// as a request each costs a round trip.
+	schemas, declared, errs := make([]*arrow.Schema, len(paths)), make([]int64, len(paths)), make([]error, len(paths))
+	var g errgroup.Group
+	g.SetLimit(planners(paths))
 	for f, p := range paths {
-		r, err := full.open(p)
+		g.Go(func() error {
+			r, err := full.open(p)
+			if err != nil {
+				errs[f] = err
+				return nil
+			}
+			schemas[f] = r.schema()
+			declared[f] = r.declared(func(unit int) bool { return c.shard.owns(len(paths), f, unit) })
+			r.close()
+			return nil
+		})
+	}
+	g.Wait()
+	for f, p := range paths {
+		s, n, err := schemas[f], declared[f], errs[f]
 		if err != nil {
-			return nil, err
+			return nil, err // the first file's in order, as a reading one by one would
 		}
-		s := r.schema()
-		n := r.declared(func(unit int) bool { return c.shard.owns(len(paths), f, unit) })
-		r.close()
 		if set.schema == nil {
 			set.schema = s
 		} else if set.schema, err = unify(set.schema, s); err != nil {
@@ -120,6 +137,15 @@ func Open(patterns []string, opts ...Option) (*Set, error) {
 		}
 	}
 	return set, nil
+}
+
+// planners is how many files Open opens at once: objects side by side
+// (their time is the store's round trips), local files one at a time.
+func planners(paths []string) int {
+	if slices.ContainsFunc(paths, storage.IsURL) {
+		return 16
+	}
+	return 1
 }
 
 // Paths returns the files, in the order they are read.

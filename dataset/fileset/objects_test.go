@@ -2,16 +2,21 @@ package fileset_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
@@ -86,5 +91,47 @@ func TestReadFromS3(t *testing.T) {
 	}
 	if _, err := fileset.Read([]string{srv.URL("inputs", "nope.parquet")}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a missing object: %v", err)
+	}
+}
+
+// Objects are planned side by side: opening 40 of them, each request 20 ms
+// away, keeps many requests under way at once instead of one (their
+// round trips, not their bytes, are the time), and the set reads every
+// row of every object.
+func TestObjectsPlannedSideBySide(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "many")
+	const files, rows = 40, 50
+	for i := range files {
+		w, err := sink.Create(filepath.Join(bucket, fmt.Sprintf("in-%03d.parquet", i)), dataset.TensorSchema(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dataset.Copy(w, dataset.UniformTensors(memory.NewGoAllocator(), rows, 4, rows, uint64(i)).Records()); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy := srv.Proxy(t)
+	proxy.Lock()
+	proxy.Latency = 20 * time.Millisecond
+	proxy.Unlock()
+	began := time.Now()
+	set, err := fileset.Open([]string{proxy.URL("many", "in-*.parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := time.Since(began)
+	proxy.Lock()
+	most := proxy.MaxInFlight
+	proxy.Unlock()
+	t.Logf("%d objects planned in %v, %d requests at most under way", files, planned.Round(time.Millisecond), most)
+	if most < 8 {
+		t.Fatalf("at most %d requests under way while planning %d objects: one at a time", most, files)
+	}
+	if n := set.DeclaredRows(); n != files*rows {
+		t.Fatalf("%d rows declared, want %d", n, files*rows)
 	}
 }

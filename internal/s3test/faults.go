@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FaultProxy stands between a client and the server on loopback and
@@ -35,6 +36,10 @@ type FaultProxy struct {
 	// (if it can) as each is held.
 	Stall      chan struct{}
 	StallAfter int
+	// Latency delays every answer, as a store far away does.
+	Latency time.Duration
+	// InFlight is the requests under way, MaxInFlight the most at once.
+	InFlight, MaxInFlight int
 	// Gets counts the GETs seen.
 	Gets int
 
@@ -64,6 +69,23 @@ func (p *FaultProxy) URL(bucket, key string) string {
 }
 
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.Lock()
+	p.InFlight++
+	p.MaxInFlight = max(p.MaxInFlight, p.InFlight)
+	latency := p.Latency
+	p.Unlock()
+	defer func() {
+		p.Lock()
+		p.InFlight--
+		p.Unlock()
+	}()
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	p.Lock()
 	refuse, cut, fail := false, false, false
 	switch r.Method {
