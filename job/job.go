@@ -124,8 +124,10 @@ type Config struct {
 	// readOnly marks a job that reads for a function (Read): no model.
 	readOnly bool
 
-	// store reads and writes the output, set for a run.
+	// store reads and writes the output, and ctx is the run's context,
+	// set for a run.
 	store *storage.Opener
+	ctx   context.Context
 
 	// inject, set by tests, fails the job at the nth event of a phase
 	// ("read", "predict", "part", "manifest", "merge").

@@ -3,6 +3,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,7 +62,7 @@ func lockFile(output string) (locker, error) {
 func (l *fileLock) check() error { return nil }
 
 // release removes the lock file, then lets the lock go.
-func (l *fileLock) release() error {
+func (l *fileLock) release(context.Context) error {
 	os.Remove(l.path)
 	return l.f.Close()
 }

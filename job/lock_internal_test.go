@@ -51,7 +51,7 @@ func TestTwoBreakersOneWins(t *testing.T) {
 				held := make([]locker, 2)
 				errs := make([]error, 2)
 				for i := range 2 {
-					wg.Go(func() { held[i], errs[i] = lockOutput(t.Context(), store, output, true) })
+					wg.Go(func() { held[i], errs[i] = lockOutput(t.Context(), t.Context(), store, output, true) })
 				}
 				wg.Wait()
 				var winners []locker
@@ -78,7 +78,7 @@ func TestTwoBreakersOneWins(t *testing.T) {
 				if len(winners) > 1 {
 					t.Logf("round %d: both breakers were told they won; one found it lost at its check", round)
 				}
-				if err := holders[0].release(); err != nil {
+				if err := holders[0].release(t.Context()); err != nil {
 					t.Fatalf("round %d: release: %v", round, err)
 				}
 				if _, err := store.Stat(t.Context(), lockName); !errors.Is(err, storage.ErrNotFound) {
@@ -104,42 +104,42 @@ func TestLockLostAnswerAndFailedRelease(t *testing.T) {
 	proxy.Lock()
 	proxy.DropAnswers = s3test.FirstAnswer("PUT", "/.out.lock")
 	proxy.Unlock()
-	l, err := lockOutput(t.Context(), store, output, false)
+	l, err := lockOutput(t.Context(), t.Context(), store, output, false)
 	if err != nil {
 		t.Fatalf("a lock whose answer was lost: %v", err)
 	}
-	if err := l.release(); err != nil {
+	if err := l.release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 
 	proxy.Lock()
 	proxy.DropAnswers = s3test.FirstAnswer("PUT", "/.out.lock")
 	proxy.Unlock()
-	if _, err := lockOutput(t.Context(), store, proxy.URL("locks", "out/"), false); err != nil {
+	if _, err := lockOutput(t.Context(), t.Context(), store, proxy.URL("locks", "out/"), false); err != nil {
 		t.Fatal(err)
 	}
 	// Taken over by a breaker while held: the holder's check and release
 	// say so, and the release leaves the breaker's lock alone.
 	other := storage.NewOpener()
 	defer other.Close()
-	breaker, err := lockOutput(t.Context(), other, output, true)
+	breaker, err := lockOutput(t.Context(), t.Context(), other, output, true)
 	if err != nil {
 		t.Fatalf("breaking a held lock: %v", err)
 	}
-	l, err = lockOutput(t.Context(), store, output, false)
+	l, err = lockOutput(t.Context(), t.Context(), store, output, false)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("a third job while the breaker holds the lock: %v, want ErrLocked", err)
 	}
 	proxy.Lock()
 	proxy.FailDeletes = true
 	proxy.Unlock()
-	if err := breaker.release(); !errors.Is(err, ErrLockRelease) {
+	if err := breaker.release(t.Context()); !errors.Is(err, ErrLockRelease) {
 		t.Fatalf("a release the store refuses: %v, want ErrLockRelease", err)
 	}
 	proxy.Lock()
 	proxy.FailDeletes = false
 	proxy.Unlock()
-	if err := breaker.release(); err != nil {
+	if err := breaker.release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -26,16 +26,18 @@ var ErrLockLost = errors.New("job: the output's lock was taken over by another j
 var ErrLockRelease = errors.New("job: the output's lock could not be released")
 
 // locker is a job's hold on its output: check, before each commit, that
-// it still holds it; release it at the end of the run.
+// it still holds it; release it, under ctx, at the end of the run.
 type locker interface {
 	check() error
-	release() error
+	release(ctx context.Context) error
 }
 
 // lockOutput takes the output's lock, or reports the job holding it: an
-// flock for a local output; for an object, a lock object beside it. With
-// breakLock, a lock object left by a job that died is taken over.
-func lockOutput(ctx context.Context, store *storage.Opener, output string, breakLock bool) (locker, error) {
+// flock for a local output; for an object, a lock object beside it,
+// taken under ctx, then checked and released under tidy (which the run's
+// cancellation does not end at once: the lock is released after it).
+// With breakLock, a lock object left by a job that died is taken over.
+func lockOutput(ctx, tidy context.Context, store *storage.Opener, output string, breakLock bool) (locker, error) {
 	if !storage.IsURL(output) {
 		return lockFile(output)
 	}
@@ -44,8 +46,13 @@ func lockOutput(ctx context.Context, store *storage.Opener, output string, break
 	token := make([]byte, 16)
 	rand.Read(token)
 	me := lockHolder{Host: host, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second), Token: hex.EncodeToString(token)}
-	l := &objectLock{ctx: context.WithoutCancel(ctx), store: store, name: storage.Join(dir, "."+elem+".lock"), me: me}
-	if err := l.take(breakLock); err != nil {
+	l := &objectLock{ctx: tidy, store: store, name: storage.Join(dir, "."+elem+".lock"), me: me}
+	if err := l.take(ctx, breakLock); err != nil {
+		if ctx.Err() != nil {
+			// Cancelled under way: a write the store carried out leaves
+			// our lock, which goes (if it is ours).
+			l.release(tidy)
+		}
 		return nil, err
 	}
 	return l, nil
@@ -85,20 +92,20 @@ func (h lockHolder) String() string {
 // refused write and our read of it is made again.
 const lockAttempts = 3
 
-func (l *objectLock) take(breakLock bool) error {
+func (l *objectLock) take(ctx context.Context, breakLock bool) error {
 	me, err := json.Marshal(l.me)
 	if err != nil {
 		return err
 	}
 	for range lockAttempts {
-		err := l.store.WriteFile(l.ctx, l.name, me, false)
+		err := l.store.WriteFile(ctx, l.name, me, false)
 		if err == nil {
-			return l.confirm()
+			return l.confirm(ctx)
 		}
 		if !errors.Is(err, storage.ErrExists) {
 			return fmt.Errorf("job: lock: %w", err)
 		}
-		held, v, err := l.read()
+		held, v, err := l.read(ctx)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue // released meanwhile
 		}
@@ -114,11 +121,11 @@ func (l *objectLock) take(breakLock bool) error {
 		}
 		// Taken over by a write on the version read: of two jobs breaking
 		// it at once, only one writes it.
-		err = l.store.ReplaceFile(l.ctx, l.name, me, v)
+		err = l.store.ReplaceFile(ctx, l.name, me, v)
 		if err != nil && !errors.Is(err, storage.ErrChanged) {
 			return fmt.Errorf("job: break the lock of %s: %w", held, err)
 		}
-		return l.confirm()
+		return l.confirm(ctx)
 	}
 	return fmt.Errorf("%w: the lock %s kept changing hands", ErrLocked, lockedOutput(l.name))
 }
@@ -126,8 +133,8 @@ func (l *objectLock) take(breakLock bool) error {
 // confirm reads the lock back after our write: ours, or another job's
 // that won (a refused take-over, or a store that ignores conditions on
 // writes, where both writers are told they won and the last one has it).
-func (l *objectLock) confirm() error {
-	held, v, err := l.read()
+func (l *objectLock) confirm(ctx context.Context) error {
+	held, v, err := l.read(ctx)
 	if err != nil {
 		return fmt.Errorf("job: lock: %w", err)
 	}
@@ -140,8 +147,8 @@ func (l *objectLock) confirm() error {
 
 // read returns the lock's holder and version; a lock it cannot parse
 // names no holder.
-func (l *objectLock) read() (lockHolder, storage.Version, error) {
-	data, v, err := l.store.ReadVersion(l.ctx, l.name)
+func (l *objectLock) read(ctx context.Context) (lockHolder, storage.Version, error) {
+	data, v, err := l.store.ReadVersion(ctx, l.name)
 	if err != nil {
 		return lockHolder{}, v, err
 	}
@@ -154,7 +161,7 @@ func (l *objectLock) read() (lockHolder, storage.Version, error) {
 
 // check reports ErrLockLost unless the lock is still ours.
 func (l *objectLock) check() error {
-	held, _, err := l.read()
+	held, _, err := l.read(l.ctx)
 	if errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("%w: the lock %s is gone", ErrLockLost, l.name)
 	}
@@ -176,11 +183,17 @@ func lockedOutput(lockName string) string {
 // release deletes the lock if it is still ours, by a delete conditional
 // on our version of it (the read before it is for stores that ignore the
 // condition): never another job's lock.
-func (l *objectLock) release() error {
-	if err := l.check(); err != nil {
+func (l *objectLock) release(ctx context.Context) error {
+	held, _, err := l.read(ctx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("%w: %w: the lock %s is gone", ErrLockRelease, ErrLockLost, l.name)
+	case err != nil:
 		return fmt.Errorf("%w: %w", ErrLockRelease, err)
+	case held.Token != l.me.Token:
+		return fmt.Errorf("%w: %w (%s)", ErrLockRelease, ErrLockLost, held)
 	}
-	if err := l.store.RemoveVersion(l.ctx, l.name, l.version); err != nil {
+	if err := l.store.RemoveVersion(ctx, l.name, l.version); err != nil {
 		return fmt.Errorf("%w: %w; delete it once no job runs, or the next run needs --break-lock", ErrLockRelease, err)
 	}
 	return nil

@@ -519,22 +519,34 @@ func TestRunAbortsOrphanUploads(t *testing.T) {
 }
 
 // A job whose store stops answering ends promptly when its context is
-// cancelled: the request under way is abandoned, whether it reads a
-// footer (the plan) or a row group fetched ahead of the decoders, and
-// the run returns context.Canceled with no part committed past what it
-// had.
+// cancelled: the request under way is abandoned, whether it lists or
+// reads its inputs (the plan, a row group fetched ahead of the decoders)
+// or uploads its output (a part, the file streamed; what a cancelled run
+// still writes in order, its manifest, has a grace of its own), and the
+// run returns context.Canceled.
 func TestCancelAgainstAStalledStore(t *testing.T) {
+	// What a cancelled run still does in order (a manifest, the lock's
+	// release) has this long.
+	defer job.SetCleanupGrace(2 * time.Second)()
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 3000)
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
 	st := store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
 	input := putInputs(t, st, "stall", local)
-	for _, after := range []int{0, 4} {
-		t.Run(fmt.Sprintf("after %d reads", after), func(t *testing.T) {
+	for _, c := range []struct {
+		writes bool
+		after  int
+		output string
+	}{{false, 0, "out/"}, {false, 4, "out/"}, {true, 1, "out/"}, {true, 2, "out/"}, {true, 2, "out.parquet"}} {
+		t.Run(fmt.Sprintf("writes %v, after %d, %s", c.writes, c.after, c.output), func(t *testing.T) {
 			stalled := make(chan struct{}, 1)
+			output := t.TempDir() + "/" + c.output
+			if c.writes {
+				output = st.url("stall", fmt.Sprintf("outputs/%d/%s", c.after, c.output))
+			}
 			proxy.Lock()
-			proxy.Gets, proxy.StallAfter, proxy.Stall = 0, after, stalled
+			proxy.Gets, proxy.Writes, proxy.StallAfter, proxy.Stall, proxy.StallWrites = 0, 0, c.after, stalled, c.writes
 			proxy.Unlock()
 			defer func() {
 				proxy.Lock()
@@ -544,7 +556,7 @@ func TestCancelAgainstAStalledStore(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() {
-				_, err := job.Run(ctx, config(mem, input, t.TempDir()+"/out/", m))
+				_, err := job.Run(ctx, config(mem, input, output, m))
 				done <- err
 			}()
 			select {
@@ -557,6 +569,10 @@ func TestCancelAgainstAStalledStore(t *testing.T) {
 			case err := <-done:
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("cancelled against a stalled store: %v, want context.Canceled", err)
+				}
+				lock := st.url("stall", fmt.Sprintf("outputs/%d/.%s.lock", c.after, strings.TrimSuffix(c.output, "/")))
+				if c.writes && exists(t, lock) {
+					t.Fatal("a cancelled run left its lock")
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatal("the job did not end within 20 s of its cancellation against a stalled store")

@@ -59,6 +59,9 @@ type layout struct {
 	// ctx is the run's, without its cancellation: what is left in order
 	// after a cancelled run (a manifest, a cleared folder) is still done.
 	ctx context.Context
+	// live is the run's context itself, for the uploads a cancelled run
+	// abandons (a part, the streamed output): they create nothing.
+	live context.Context
 	// fence, if set, reports an error once the job no longer holds its
 	// output's lock: every commit (a part, the manifest, the marker, the
 	// output file) asks it first.

@@ -84,7 +84,8 @@ func (w *partWriter) flush() error {
 	defer out.Release()
 	if w.cur == nil {
 		name := w.parts.partName(len(w.parts.m.Parts))
-		cur, err := sink.Create(w.parts.path(name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true), sink.WithOpener(w.parts.store))
+		cur, err := sink.Create(w.parts.path(name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true), sink.WithOpener(w.parts.store),
+			sink.WithContext(w.parts.live))
 		if err != nil {
 			return err
 		}

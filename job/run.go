@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,10 +32,17 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	cfg.openStore()
 	defer cfg.store.Close()
 	r := &run{cfg: &cfg, began: time.Now()}
+	tidy, stop := graceful(ctx, cleanupGrace)
+	defer stop()
+	r.tidy = tidy
 	held, err := r.prepare(ctx)
 	if held != nil {
 		defer func() {
-			if rerr := held.release(); rerr != nil {
+			// A release of its own: the run's tidying may have used up
+			// its grace against a store that stopped answering.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupGrace)
+			defer cancel()
+			if rerr := held.release(rctx); rerr != nil {
 				if err == nil {
 					rerr = fmt.Errorf("the output is complete, but %w", rerr)
 				}
@@ -69,9 +77,39 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	return sum, nil
 }
 
+// cleanupGrace is how long the work a cancelled run still does in order
+// (its manifest, its lock's release) may take past the cancellation: a
+// store that stops answering cannot hold the run forever.
+var cleanupGrace = 10 * time.Second
+
+// graceful returns a context that outlives ctx's cancellation by grace,
+// and a function that ends it.
+func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, cancel)
+	})
+	return out, func() {
+		stopWatch()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
 // run is one run of a job.
 type run struct {
-	cfg         *Config
+	cfg *Config
+	// tidy is the context of what a cancelled run still does in order:
+	// the run's, without its cancellation, for cleanupGrace.
+	tidy        context.Context
 	began       time.Time
 	layout      layout
 	fingerprint string
@@ -87,7 +125,7 @@ type run struct {
 // earlier run completed.
 func (r *run) prepare(ctx context.Context) (locker, error) {
 	cfg := r.cfg
-	r.layout = layout{store: cfg.store, ctx: context.WithoutCancel(ctx)}
+	r.layout = layout{store: cfg.store, ctx: r.tidy, live: ctx}
 	if IsFolder(cfg.Output) {
 		r.layout.dir, r.layout.folder = cfg.Output, true
 		if !storage.IsURL(cfg.Output) {
@@ -118,7 +156,7 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 	if dir := filepath.Dir(filepath.Clean(cfg.Output)); !storage.IsURL(cfg.Output) && missing(dir) {
 		return nil, fmt.Errorf("job: the output's folder %s does not exist", dir)
 	}
-	held, err := lockOutput(ctx, cfg.store, cfg.Output, cfg.BreakLock)
+	held, err := lockOutput(ctx, r.tidy, cfg.store, cfg.Output, cfg.BreakLock)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +214,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 		// Nothing to resume: the output is written as the parts are, and
 		// needs no merge (a resumed run merges, to the same bytes).
 		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail,
-			fence: r.layout.fenced}
+			fence: r.layout.fenced, ctx: ctx}
 	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
 		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, aside: a, stream: r.stream}

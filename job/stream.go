@@ -1,6 +1,8 @@
 package job
 
 import (
+	"context"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -21,7 +23,8 @@ type outputStream struct {
 	overwrite           bool
 	mem                 memory.Allocator
 	store               *storage.Opener
-	fence               func() error // asked before the commit
+	fence               func() error    // asked before the commit
+	ctx                 context.Context // the upload's: a cancelled run's creates nothing
 
 	w           *sink.Writer // made on the first rows
 	pending     []arrow.RecordBatch
@@ -40,7 +43,7 @@ func (s *outputStream) write(rec arrow.RecordBatch) error {
 		// The merge's schema: the parts', with the job's name.
 		md := arrow.NewMetadata([]string{jobKey}, []string{s.fingerprint})
 		w, err := sink.Create(s.output, arrow.NewSchema(rec.Schema().Fields(), &md), sink.WithOverwrite(s.overwrite),
-			sink.WithAllocator(s.mem), sink.WithOpener(s.store))
+			sink.WithAllocator(s.mem), sink.WithOpener(s.store), sink.WithContext(s.ctx))
 		if err != nil {
 			return err
 		}

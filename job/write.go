@@ -210,6 +210,7 @@ func (c *Config) whole(ctx context.Context, open func(a *aside, read *arrow.Sche
 	}
 	c.openStore()
 	defer c.store.Close()
+	c.ctx = ctx
 	files, err := fileset.ExpandContext(ctx, c.Inputs)
 	if err != nil {
 		return nil, err
@@ -297,7 +298,8 @@ type fileOutput struct {
 }
 
 func (o *fileOutput) create(schema *arrow.Schema) error {
-	w, err := sink.Create(o.cfg.Output, schema, sink.WithAllocator(o.cfg.Allocator), sink.WithOverwrite(o.cfg.Overwrite), sink.WithOpener(o.cfg.store))
+	w, err := sink.Create(o.cfg.Output, schema, sink.WithAllocator(o.cfg.Allocator), sink.WithOverwrite(o.cfg.Overwrite), sink.WithOpener(o.cfg.store),
+		sink.WithContext(o.cfg.ctx))
 	if err != nil {
 		return err
 	}

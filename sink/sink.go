@@ -49,6 +49,7 @@ type config struct {
 	format    format.Format
 	groupRows int64
 	opener    *storage.Opener
+	ctx       context.Context
 }
 
 // Option configures a Writer.
@@ -72,6 +73,11 @@ func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n
 // its buckets open across writers); by default a Writer of a URL opens and
 // closes its own.
 func WithOpener(o *storage.Opener) Option { return func(c *config) { c.opener = o } }
+
+// WithContext makes ctx the context of an object's upload: once it is
+// cancelled, the upload ends and creates nothing (Commit fails). The
+// default is context.Background().
+func WithContext(ctx context.Context) Option { return func(c *config) { c.ctx = ctx } }
 
 // Writer writes records of one schema to a file, or an object, that
 // appears whole at Commit.
@@ -98,7 +104,7 @@ type Writer struct {
 // Create starts writing records of schema to path, a local path or an
 // object's URL (s3://bucket/key, gs://, azblob://).
 func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) {
-	c := config{mem: memory.DefaultAllocator}
+	c := config{mem: memory.DefaultAllocator, ctx: context.Background()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -114,7 +120,7 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 		w.own = storage.NewOpener()
 		c.opener = w.own
 	}
-	ctx := context.Background() // Abort ends an upload
+	ctx := c.ctx
 	if !c.overwrite {
 		if _, err := c.opener.Stat(ctx, path); err == nil {
 			w.closeOpener()

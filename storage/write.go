@@ -70,7 +70,9 @@ func (o *Opener) Create(ctx context.Context, name string, replace bool) (*Writer
 	if err != nil {
 		return nil, err
 	}
-	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	// The upload's own context: Abort, or ctx ending, ends it, and an
+	// upload ended before Commit creates nothing.
+	ctx, w.cancel = context.WithCancel(ctx)
 	opts, ours := writeOptions(ctx, b, ob.key, replace)
 	w.ours = ours
 	obj, err := b.NewWriter(ctx, ob.key, opts)

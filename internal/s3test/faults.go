@@ -36,6 +36,10 @@ type FaultProxy struct {
 	// (if it can) as each is held.
 	Stall      chan struct{}
 	StallAfter int
+	// StallWrites stalls PUTs and POSTs (after the first StallAfter of
+	// them, counted in Writes) instead of GETs.
+	StallWrites bool
+	Writes      int
 	// Latency delays every answer, as a store far away does.
 	Latency time.Duration
 	// InFlight is the requests under way, MaxInFlight the most at once.
@@ -46,19 +50,23 @@ type FaultProxy struct {
 	// Endpoint is the proxy's address, http://127.0.0.1:PORT.
 	Endpoint string
 	upstream string
+	closed   chan struct{} // at the test's end: stalled requests end
 }
 
 // Proxy starts a FaultProxy in front of s for the test.
 func (s *Server) Proxy(t testing.TB) *FaultProxy {
 	t.Helper()
-	p := &FaultProxy{upstream: s.Endpoint}
+	p := &FaultProxy{upstream: s.Endpoint, closed: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: p}
 	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	t.Cleanup(func() {
+		close(p.closed)
+		hs.Close()
+	})
 	p.Endpoint = "http://" + ln.Addr().String()
 	return p
 }
@@ -104,16 +112,26 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	drop := p.DropAnswers != nil && p.DropAnswers(r.Method, r.URL.Path)
 	stall := p.Stall
-	if r.Method != http.MethodGet || p.Gets <= p.StallAfter {
+	switch write := r.Method == http.MethodPut || r.Method == http.MethodPost; {
+	case p.StallWrites && write:
+		if p.Writes++; p.Writes <= p.StallAfter {
+			stall = nil
+		}
+	case p.StallWrites || r.Method != http.MethodGet || p.Gets <= p.StallAfter:
 		stall = nil
 	}
 	p.Unlock()
 	if stall != nil {
+		// The body read, the server notices the client going away.
+		io.Copy(io.Discard, r.Body)
 		select {
 		case stall <- struct{}{}:
 		default:
 		}
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-p.closed:
+		}
 		return
 	}
 	switch {
