@@ -15,7 +15,13 @@ type metrics struct {
 	batchSize *prometheus.HistogramVec // model
 	padding   *prometheus.HistogramVec // model
 	device    *prometheus.HistogramVec // model
+	// loadFailures counts a repository's failed loads, by model folder
+	// (an operator's name, not a client's).
+	loadFailures *prometheus.CounterVec
 }
+
+// loadFailed counts a failed load of a repository model.
+func (m *metrics) loadFailed(model string) { m.loadFailures.WithLabelValues(model).Inc() }
 
 // latencyBuckets span 100µs to ~6.5s.
 var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 17)
@@ -52,8 +58,12 @@ func newMetrics(reg *prometheus.Registry, models *registry) (*metrics, error) {
 			Help:    "Device time of each batch.",
 			Buckets: latencyBuckets,
 		}, []string{"model"}),
+		loadFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drainpipe_model_load_failures_total",
+			Help: "Failed loads of a model repository's versions (or of its config), by model.",
+		}, []string{"model"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device, newQueueCollector(models)} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device, m.loadFailures, newQueueCollector(models)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -18,7 +18,7 @@ func (s *Server) startModels(ctx context.Context) error {
 		}
 	}
 	if s.repo != nil {
-		return s.repo.syncAll(ctx)
+		return s.repo.syncAll(ctx, false)
 	}
 	return nil
 }

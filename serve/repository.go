@@ -21,15 +21,34 @@ import (
 // Repository is a folder of models in Triton's layout:
 //
 //	DIR/NAME/config.json          optional: version policy and batching
-//	DIR/NAME/VERSION/model.EXT    VERSION a number, EXT what Load reads
+//	DIR/NAME/VERSION/model.EXT    VERSION a positive integer, model.EXT one of Files
 //
 // config.json holds {"version_policy": {"latest": N} | {"all": true} |
 // {"specific": ["1", "3"]}, "batch_sizes": [1, 2, 4, 8], "max_delay":
 // "2ms", "queue_rows": 4096, "timeout": "10s", "sessions": 2,
 // "replicas": 1}, every field optional; the default policy serves the
-// latest version.
+// latest version. What a config may ask for is bounded (batch sizes up to
+// MaxBatchSize, sessions and replicas up to MaxSessions, queue rows up to
+// MaxQueueRows): a config over a bound does not load.
+//
+// Version folders are positive integers written without leading zeros,
+// as Triton's are; other names are passed over with a warning. Version
+// and model folders that are symbolic links are followed. A model file is
+// read only if it is a regular file of at most MaxFileBytes; in polling
+// mode, only once it is stable (its size and time unchanged since the
+// previous poll), so a file still being copied in is not loaded half
+// written. A version that fails to load never retires the versions being
+// served: they answer until one that loads takes their place, and the
+// failure is in the index (UNAVAILABLE, with the reason), the log and
+// the metrics; an unchanged file that failed is not read again.
 type Repository struct {
 	Dir string
+	// Files are the model file names a version folder is read from, the
+	// first found winning (default: model.dpmlp, model.onnx); other files
+	// (model.json, a copy's model.onnx.tmp) are not models.
+	Files []string
+	// MaxFileBytes bounds a model file's size (default 8 GiB).
+	MaxFileBytes int64
 	// Load makes the spec of one model file: its Model, Input, Platform,
 	// and default Options and Batching, which the model's config.json
 	// overrides. The server names it and sets its version.
@@ -48,11 +67,61 @@ type Repository struct {
 // answers what it has queued and in flight, then shuts its sessions down.
 func WithRepository(r Repository) Option { return func(c *config) { c.repository = &r } }
 
-// fileState identifies a model file's content, to tell when it changed.
+// fileState identifies a model file's content and its model's config,
+// to tell when either changed.
 type fileState struct {
-	path string
-	size int64
-	mod  time.Time
+	path   string
+	size   int64
+	mod    time.Time
+	config string // config.json as read
+}
+
+// Bounds on what a model's config.json may ask the server to allocate.
+const (
+	MaxBatchSize = 1 << 16
+	MaxSessions  = 256
+	MaxQueueRows = 1 << 22
+)
+
+// defaultFiles are the model file names of the formats drainpipe loads.
+var defaultFiles = []string{"model.dpmlp", "model.onnx"}
+
+// defaultMaxFileBytes bounds a model file's size by default.
+const defaultMaxFileBytes = 8 << 30
+
+// check refuses a config that asks for more than the bounds.
+func (c modelConfig) check() error {
+	for _, b := range c.BatchSizes {
+		if b < 1 || b > MaxBatchSize {
+			return fmt.Errorf("batch_sizes: %d, want 1 to %d", b, MaxBatchSize)
+		}
+	}
+	switch {
+	case c.Sessions < 0 || c.Sessions > MaxSessions:
+		return fmt.Errorf("sessions: %d, want 0 to %d", c.Sessions, MaxSessions)
+	case c.Replicas < 0 || c.Replicas > MaxSessions:
+		return fmt.Errorf("replicas: %d, want 0 to %d", c.Replicas, MaxSessions)
+	case c.QueueRows < 0 || c.QueueRows > MaxQueueRows:
+		return fmt.Errorf("queue_rows: %d, want 0 to %d", c.QueueRows, MaxQueueRows)
+	case c.VersionPolicy.Latest < 0:
+		return fmt.Errorf("version_policy.latest: %d, want 1 or more", c.VersionPolicy.Latest)
+	}
+	for _, v := range c.VersionPolicy.Specific {
+		if !versionName(v) {
+			return fmt.Errorf("version_policy.specific: %q is not a version (a positive integer)", v)
+		}
+	}
+	return nil
+}
+
+// versionName reports whether a folder name is a version: a positive
+// integer without leading zeros that fits in 63 bits (Triton's rule).
+func versionName(name string) bool {
+	if name == "" || name[0] < '1' || name[0] > '9' {
+		return false
+	}
+	_, err := strconv.ParseUint(name, 10, 63)
+	return err == nil
 }
 
 // modelConfig is a model's config.json.
@@ -113,50 +182,106 @@ type repository struct {
 	mu       sync.Mutex                   // one change at a time
 	failed   map[string]map[string]string // the last load error, by name and version
 	unloaded map[string]bool              // names unloaded by request (explicit mode)
+	// failedFile is the file (and config) each failed version failed
+	// with: not read again until it changes.
+	failedFile map[string]map[string]fileState
+	// seen is each version's file as the previous poll found it: a file
+	// loads once two polls agree (it is not being written).
+	seen map[string]map[string]fileState
+	// warned is the folder names a warning was logged for, once each.
+	warned map[string]bool
 }
 
 func newRepository(r Repository, s *Server) *repository {
-	return &repository{Repository: r, s: s, failed: map[string]map[string]string{}, unloaded: map[string]bool{}}
+	if len(r.Files) == 0 {
+		r.Files = defaultFiles
+	}
+	if r.MaxFileBytes <= 0 {
+		r.MaxFileBytes = defaultMaxFileBytes
+	}
+	return &repository{Repository: r, s: s, failed: map[string]map[string]string{}, unloaded: map[string]bool{},
+		failedFile: map[string]map[string]fileState{}, seen: map[string]map[string]fileState{}, warned: map[string]bool{}}
+}
+
+// warnOnce logs a warning about a folder entry once.
+func (r *repository) warnOnce(path, msg string) {
+	if !r.warned[path] {
+		r.warned[path] = true
+		r.s.cfg.logger.Warn("model repository: "+msg, "path", path)
+	}
+}
+
+// modelFile returns a version folder's model file: the first of Files
+// there, if it is a regular file of a bounded size.
+func (r *repository) modelFile(dir string) (fileState, error) {
+	for _, name := range r.Files {
+		path := filepath.Join(dir, name)
+		st, err := os.Stat(path) // a link is followed to what it names
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fileState{}, err
+		}
+		if !st.Mode().IsRegular() {
+			return fileState{}, fmt.Errorf("%s is not a regular file (%s): a model is read from a file of a known size", path, st.Mode().Type())
+		}
+		if st.Size() > r.MaxFileBytes {
+			return fileState{}, fmt.Errorf("%s holds %d bytes, over the %d a model file may", path, st.Size(), r.MaxFileBytes)
+		}
+		return fileState{path: path, size: st.Size(), mod: st.ModTime()}, nil
+	}
+	return fileState{}, fs.ErrNotExist
 }
 
 // scan returns the versions of a model the policy serves, with their
-// files, and its config. A model folder that is not there serves none.
-func (r *repository) scan(name string) (map[string]fileState, modelConfig, error) {
+// files, its config, and the versions whose folder holds no usable model
+// file, with the reason. A model folder that is not there serves none.
+func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[string]error, error) {
 	var cfg modelConfig
 	cfg.VersionPolicy.Latest = 1
 	dir := filepath.Join(r.Dir, name)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cfg, nil
+		return nil, cfg, nil, nil
 	}
 	if err != nil {
-		return nil, cfg, err
+		return nil, cfg, nil, err
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
-		dec := json.NewDecoder(strings.NewReader(string(data)))
+	config := ""
+	if data, err := readBounded(filepath.Join(dir, "config.json"), 1<<20); err == nil {
+		config = string(data)
+		dec := json.NewDecoder(strings.NewReader(config))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, cfg, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+			return nil, cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 		}
+		if err := cfg.check(); err != nil {
+			return nil, cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, cfg, nil, err
 	}
-	found := map[string]fileState{}
+	found, bad := map[string]fileState{}, map[string]error{}
 	for _, e := range entries {
-		if !e.IsDir() {
+		path := filepath.Join(dir, e.Name())
+		if st, err := os.Stat(path); err != nil || !st.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // a file, or a link to one, or hidden
+		}
+		if !versionName(e.Name()) {
+			r.warnOnce(path, "a folder that is not a version (a positive integer without leading zeros) is passed over")
 			continue
 		}
-		if _, err := strconv.ParseUint(e.Name(), 10, 63); err != nil {
-			continue // not a version folder
+		file, err := r.modelFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no model yet
 		}
-		files, _ := filepath.Glob(filepath.Join(dir, e.Name(), "model.*"))
-		if len(files) == 0 {
-			continue
-		}
-		slices.Sort(files)
-		st, err := os.Stat(files[0])
 		if err != nil {
-			continue // removed meanwhile
+			bad[e.Name()] = err
+			continue
 		}
-		found[e.Name()] = fileState{path: files[0], size: st.Size(), mod: st.ModTime()}
+		file.config = config
+		found[e.Name()] = file
 	}
 	versions := slices.SortedFunc(maps.Keys(found), compareVersions)
 	keep := map[string]bool{}
@@ -176,7 +301,19 @@ func (r *repository) scan(name string) (map[string]fileState, modelConfig, error
 		}
 	}
 	maps.DeleteFunc(found, func(v string, _ fileState) bool { return !keep[v] })
-	return found, cfg, nil
+	return found, cfg, bad, nil
+}
+
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > limit {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, limit)
+	}
+	return os.ReadFile(path)
 }
 
 // names returns the model folders of the repository.
@@ -187,7 +324,10 @@ func (r *repository) names() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(r.Dir, e.Name())); err == nil && st.IsDir() { // links followed
 			out = append(out, e.Name())
 		}
 	}
@@ -197,7 +337,7 @@ func (r *repository) names() ([]string, error) {
 // syncAll brings every model to what the folder holds: the models in it
 // and the ones served from it that are gone. A model that fails to load
 // is logged and listed in the index as unavailable, with its reason.
-func (r *repository) syncAll(ctx context.Context) error {
+func (r *repository) syncAll(ctx context.Context, polled bool) error {
 	names, err := r.names()
 	if err != nil {
 		return fmt.Errorf("serve: model repository: %w", err)
@@ -212,7 +352,7 @@ func (r *repository) syncAll(ctx context.Context) error {
 			r.s.cfg.logger.Error("model repository: a model of this name is served already; its folder is passed over", "model", name)
 			continue
 		}
-		if err := r.syncModel(ctx, name); err != nil {
+		if err := r.syncModel(ctx, name, polled); err != nil {
 			r.s.cfg.logger.Error("model repository: loading failed", "model", name, "error", err)
 		}
 	}
@@ -220,21 +360,39 @@ func (r *repository) syncAll(ctx context.Context) error {
 }
 
 // syncModel brings one model to what its folder holds: versions the
-// policy serves start (or restart, if their file changed) and then take
-// traffic; versions it no longer serves leave.
-func (r *repository) syncModel(ctx context.Context, name string) error {
+// policy serves start (or restart, if their file or config changed) and
+// then take traffic; versions it no longer serves leave — but only once
+// every version it serves has loaded: a version that fails never retires
+// the ones being served. polled marks a poll, which loads a file only
+// once the previous poll saw it as it is.
+func (r *repository) syncModel(ctx context.Context, name string, polled bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	want, cfg, err := r.scan(name)
+	want, cfg, bad, err := r.scan(name)
 	if err != nil {
 		r.failed[name] = map[string]string{"": err.Error()}
+		r.s.metrics.loadFailed(name)
 		return err
 	}
-	delete(r.failed, name)
+	seen := r.seen[name]
+	r.seen[name] = want
+	failed := map[string]string{}
 	var errs []error
+	for v, err := range bad {
+		failed[v] = err.Error()
+		errs = append(errs, fmt.Errorf("version %s: %w", v, err))
+	}
 	for _, v := range slices.SortedFunc(maps.Keys(want), compareVersions) {
 		file := want[v]
 		if m, ok := r.s.reg.find(name, v, false); ok && m.source == file {
+			continue
+		}
+		if polled && seen[v] != file {
+			failed[v] = "the file is still changing: it loads once two polls find it the same"
+			continue
+		}
+		if r.failedFile[name][v] == file {
+			failed[v] = r.failed[name][v] // failed as it is: not read again
 			continue
 		}
 		spec, err := r.Load(ctx, file.path)
@@ -244,17 +402,27 @@ func (r *repository) syncModel(ctx context.Context, name string) error {
 			_, err = r.s.load(ctx, spec, file)
 		}
 		if err != nil {
-			if r.failed[name] == nil {
-				r.failed[name] = map[string]string{}
+			failed[v] = err.Error()
+			if r.failedFile[name] == nil {
+				r.failedFile[name] = map[string]fileState{}
 			}
-			r.failed[name][v] = err.Error()
+			r.failedFile[name][v] = file
+			r.s.metrics.loadFailed(name)
 			errs = append(errs, fmt.Errorf("version %s: %w", v, err))
+			continue
 		}
+		delete(r.failedFile[name], v)
 	}
+	r.failed[name] = failed
 	for _, v := range r.s.reg.versions(name) {
-		if _, ok := want[v]; !ok {
-			r.s.unload(name, v)
+		if _, ok := want[v]; ok {
+			continue
 		}
+		if pending := len(failed) > 0; pending {
+			r.s.cfg.logger.Warn("model repository: a version no longer wanted is kept while others are not ready", "model", name, "version", v)
+			continue
+		}
+		r.s.unload(name, v)
 	}
 	return errors.Join(errs...)
 }
@@ -281,7 +449,7 @@ func (r *repository) poll(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.syncAll(ctx)
+			r.syncAll(ctx, true)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (tr *testRepository) put(t *testing.T, name, v string, seed string) {
 
 func (tr *testRepository) repository(t *testing.T, poll time.Duration) Repository {
 	mem := arrowtest.Allocator(t)
-	return Repository{Dir: tr.dir, Poll: poll, Load: func(_ context.Context, path string) (ModelSpec, error) {
+	return Repository{Dir: tr.dir, Poll: poll, Files: []string{"model.seed"}, Load: func(_ context.Context, path string) (ModelSpec, error) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return ModelSpec{}, err

@@ -32,7 +32,7 @@ func (s *Server) repositoryLoad(ctx context.Context, name string) error {
 		if _, err := os.Stat(filepath.Join(s.repo.Dir, name)); err != nil {
 			return &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q in the repository", name)}
 		}
-		if err := s.repo.syncModel(ctx, name); err != nil {
+		if err := s.repo.syncModel(ctx, name, false); err != nil {
 			return invalid(fmt.Errorf("load %s: %w", name, err))
 		}
 		return nil
