@@ -82,26 +82,8 @@ func TestRepositoryExplicit(t *testing.T) {
 	tr := newTestRepository(t)
 	tr.put(t, "mlp", "1", "11")
 	r := serveTest(t, nil, WithRepository(tr.repository(t, 0)))
-	index := func() string {
-		t.Helper()
-		var out []indexEntry
-		if code, body := r.do(t, "POST", "/v2/repository/index", nil, &out); code != 200 {
-			t.Fatalf("index: %d %s", code, body)
-		}
-		var s []string
-		for _, e := range out {
-			s = append(s, strings.TrimRight(fmt.Sprintf("%s %s %s %s", e.Name, e.Version, e.State, e.Reason), " "))
-		}
-		return strings.Join(s, "; ")
-	}
-	version := func() string {
-		t.Helper()
-		var out restResponse
-		if code, body := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(0, 2), false, nil), &out); code != 200 {
-			t.Fatalf("infer: %d %s", code, body)
-		}
-		return out.ModelVersion
-	}
+	index := func() string { t.Helper(); return r.indexText(t) }
+	version := func() string { t.Helper(); return r.servedVersion(t) }
 	if got := index(); got != "mlp 1 READY" || version() != "1" {
 		t.Fatalf("at start: %s", got)
 	}
