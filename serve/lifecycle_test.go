@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
@@ -345,5 +346,37 @@ func TestStartFailure(t *testing.T) {
 	case <-r.srv.Ready():
 		t.Error("ready after a failed start")
 	default:
+	}
+}
+
+// An open grpc.health.v1 Watch does not hold a drain to its timeout: the
+// watcher is told NOT_SERVING, then its stream ends, and Run returns at
+// once without ErrDrainTimeout.
+func TestHealthWatchEndsWithTheDrain(t *testing.T) {
+	r := serveTest(t, []ModelSpec{mlpSpec(t, &counted{Model: testMLP(t)})}, WithDrainTimeout(time.Minute))
+	watch, err := healthpb.NewHealthClient(r.conn).Watch(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := watch.Recv(); err != nil || st.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first status: %v, %v", st, err)
+	}
+	began := time.Now()
+	if err := r.shutdown(); err != nil {
+		t.Fatalf("Run with a Watch open: %v", err)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("the drain took %v with a Watch open", took)
+	}
+	var last healthpb.HealthCheckResponse_ServingStatus
+	for {
+		st, err := watch.Recv()
+		if err != nil {
+			break
+		}
+		last = st.GetStatus()
+	}
+	if last != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("the watcher's last status: %v, want NOT_SERVING", last)
 	}
 }

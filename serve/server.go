@@ -46,6 +46,10 @@ type Server struct {
 	draining atomic.Bool
 	bodies   bodyReads
 	health   *health.Server // grpc.health.v1
+	// watchesEnd closes when the listeners stop: a grpc.health.v1 Watch,
+	// a stream that never ends by itself, ends then (after it was told
+	// NOT_SERVING), so it cannot hold a graceful stop to its timeout.
+	watchesEnd chan struct{}
 }
 
 type config struct {
@@ -137,7 +141,7 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 		cfg.registry = prometheus.NewRegistry()
 		cfg.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	srv := &Server{specs: specs, served: seen, cfg: cfg, ready: make(chan struct{}), health: health.NewServer()}
+	srv := &Server{specs: specs, served: seen, cfg: cfg, ready: make(chan struct{}), health: health.NewServer(), watchesEnd: make(chan struct{})}
 	met, err := newMetrics(cfg.registry, &srv.reg)
 	if err != nil {
 		return nil, err
@@ -200,7 +204,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	if grpcLn != nil {
 		service := &grpcService{s: s}
 		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
-			grpc.NumStreamWorkers(grpcWorkers),
+			grpc.NumStreamWorkers(grpcWorkers), grpc.ChainStreamInterceptor(s.endWatches),
 			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
 		if s.cfg.tls != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
@@ -259,6 +263,32 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	return errors.Join(startErr, runErr, closeErr)
 }
 
+// endWatches gives a health Watch stream a context that ends when the
+// listeners stop.
+func (s *Server) endWatches(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod != healthpb.Health_Watch_FullMethodName {
+		return handler(srv, ss)
+	}
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.watchesEnd:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return handler(srv, &watchStream{ServerStream: ss, ctx: ctx})
+}
+
+// watchStream is a stream with a context of its own.
+type watchStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w *watchStream) Context() context.Context { return w.ctx }
+
 // bodyGrace is how long a drain lets a request body still arriving take.
 const bodyGrace = time.Second
 
@@ -292,6 +322,7 @@ func (s *Server) grace(errc <-chan error, runErr *error) {
 // the requests still open), gives their answers up to a second to leave,
 // closes the connections left and reports that it timed out.
 func (s *Server) stopListeners(ctx context.Context, httpSrv *http.Server, grpcSrv *grpc.Server) (timedOut bool) {
+	close(s.watchesEnd)
 	var wg sync.WaitGroup
 	if httpSrv != nil {
 		wg.Go(func() { httpSrv.Shutdown(ctx) }) // returns when ctx ends at the latest
