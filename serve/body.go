@@ -26,20 +26,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	rc.SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
 	stop := s.bodies.add(rc)
 	defer stop()
-	var in io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	src := &sourceReader{r: http.MaxBytesReader(w, r.Body, limit)}
+	var in io.Reader = src
+	gzipped := false
 	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
 	case "", "identity":
 	case "gzip":
 		gz, err := gzip.NewReader(in)
+		if err != nil && !errors.Is(err, src.err) {
+			return nil, invalid(fmt.Errorf("the gzip body cannot be decoded: %w", err))
+		}
 		if err != nil {
 			return nil, s.bodyError(err, tooLarge)
 		}
-		in = io.LimitReader(gz, limit+1)
+		in, gzipped = io.LimitReader(gz, limit+1), true
 	default:
 		return nil, invalid(fmt.Errorf("Content-Encoding %q: the server reads gzip or none", enc))
 	}
 	body, err := io.ReadAll(in)
 	if err != nil {
+		if gzipped && !errors.Is(err, src.err) {
+			// The bytes arrived; the compressed stream in them is damaged
+			// or cut short: the request is bad, not the client gone.
+			return nil, invalid(fmt.Errorf("the gzip body cannot be decoded: %w", err))
+		}
 		return nil, s.bodyError(err, tooLarge)
 	}
 	if int64(len(body)) > limit {
@@ -47,6 +57,22 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	rc.SetReadDeadline(time.Time{})
 	return body, nil
+}
+
+// sourceReader is the body as it arrives, with the error its read
+// ended with (io.EOF aside): what a decoder reading from it returns
+// besides is the decoder's own.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
 }
 
 // bodyError classifies a failed body read.
@@ -59,8 +85,6 @@ func (s *Server) bodyError(err, tooLarge error) error {
 		return &Error{Code: CodeUnavailable, Err: errors.New("the server is draining: the request body did not arrive in time")}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &Error{Code: CodeSlowBody, Err: fmt.Errorf("request body not received within %s", s.cfg.bodyTimeout)}
-	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum):
-		return invalid(fmt.Errorf("reading the request body: %w", err))
 	}
 	return &Error{Code: CodeCanceled, Err: fmt.Errorf("reading the request: %w", err)}
 }

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
@@ -169,6 +170,25 @@ func TestMethodsEncodingsAndGarbage(t *testing.T) {
 	}
 	if code, raw := r.do(t, "POST", "/v2/models/mlp/infer", body, nil, "Content-Encoding", "br"); code != 400 || !strings.Contains(string(raw), "gzip or none") {
 		t.Fatalf("a brotli body: %d %s", code, raw)
+	}
+	// A gzip body damaged or cut short is a bad request (400), not a
+	// client gone (499).
+	whole := gz(body)
+	damaged := bytes.Clone(whole)
+	damaged[len(damaged)/2] ^= 0xff
+	for name, b := range map[string][]byte{"damaged": damaged, "cut short": whole[:len(whole)/2], "a cut header": whole[:5]} {
+		if code, raw := r.do(t, "POST", "/v2/models/mlp/infer", b, nil, "Content-Encoding", "gzip"); code != 400 {
+			t.Fatalf("a gzip body %s: %d %s", name, code, raw)
+		}
+	}
+	// Metadata is bounded (64 KiB a call), and a call over it leaves the
+	// server answering the next.
+	big := grpcmd.Pairs("x-padding", strings.Repeat("x", 1<<20))
+	if _, err := r.grpc.ServerLive(grpcmd.NewOutgoingContext(t.Context(), big), &pb.ServerLiveRequest{}); err == nil {
+		t.Fatal("a call with 1 MiB of metadata was taken")
+	}
+	if live, err := r.grpc.ServerLive(t.Context(), &pb.ServerLiveRequest{}); err != nil || !live.GetLive() {
+		t.Fatalf("a call after one with 1 MiB of metadata: %v, %v", live, err)
 	}
 
 	var reply pb.ModelInferResponse

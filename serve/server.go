@@ -205,6 +205,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		service := &grpcService{s: s}
 		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
 			grpc.NumStreamWorkers(grpcWorkers), grpc.ChainStreamInterceptor(s.endWatches),
+			grpc.MaxHeaderListSize(maxMetadataBytes),
 			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
 		if s.cfg.tls != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
@@ -288,6 +289,11 @@ type watchStream struct {
 }
 
 func (w *watchStream) Context() context.Context { return w.ctx }
+
+// maxMetadataBytes bounds a gRPC call's metadata (its headers), as HTTP
+// servers and proxies bound headers (grpc-go's own default is 16 MiB a
+// call).
+const maxMetadataBytes = 64 << 10
 
 // bodyGrace is how long a drain lets a request body still arriving take.
 const bodyGrace = time.Second
