@@ -14,9 +14,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
