@@ -42,22 +42,35 @@ type grpcService struct {
 }
 
 // inferCodec is gRPC's proto codec, except that an infer request that is
-// not a protobuf message reaches the handler (empty, its error noted), to
-// be answered INVALID_ARGUMENT and counted as any bad request is: grpc-go
-// answers a codec's error INTERNAL, before any handler sees it.
+// not a protobuf message, or declares more than the server takes (checked
+// on its wire bytes, before decoding allocates what they declare),
+// reaches the handler (empty, its error noted), to be answered
+// INVALID_ARGUMENT or RESOURCE_EXHAUSTED and counted as any bad request
+// is: grpc-go answers a codec's error INTERNAL, before any handler sees
+// it.
 type inferCodec struct {
 	encoding.CodecV2
 	g *grpcService
 }
 
 func (c inferCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	err := c.CodecV2.Unmarshal(data, v)
-	if req, ok := v.(*pb.ModelInferRequest); ok && err != nil {
-		proto.Reset(req)
-		c.g.garbled.Store(req, err)
+	req, ok := v.(*pb.ModelInferRequest)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	// What the message declares is checked before it is decoded (the
+	// bytes once in one piece, as the proto codec has them).
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := checkInferWire(buf.ReadOnlyData()); err != nil {
+		c.g.garbled.Store(req, &Error{Code: CodeTooLarge, Err: err})
 		return nil
 	}
-	return err
+	if err := proto.Unmarshal(buf.ReadOnlyData(), req); err != nil {
+		proto.Reset(req)
+		c.g.garbled.Store(req, invalid(fmt.Errorf("not a ModelInferRequest message: %w", err)))
+	}
+	return nil
 }
 
 func (g *grpcService) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
@@ -102,7 +115,7 @@ func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) 
 	var req *inferRequest
 	var err error
 	if bad, ok := g.garbled.LoadAndDelete(in); ok {
-		err = invalid(fmt.Errorf("not a ModelInferRequest message: %w", bad.(error)))
+		err = bad.(error)
 	} else {
 		req, err = decodeGRPC(in)
 	}

@@ -135,19 +135,23 @@ func (s *Server) restModelReady(w http.ResponseWriter, r *http.Request) {
 // The REST request and response of infer (the protocol's JSON, not the
 // gRPC messages' JSON mapping).
 type restInferRequest struct {
-	ID         string                     `json:"id"`
-	Parameters map[string]json.RawMessage `json:"parameters"`
-	Inputs     []struct {
-		Name       string          `json:"name"`
-		Shape      []int64         `json:"shape"`
-		Datatype   string          `json:"datatype"`
-		Parameters json.RawMessage `json:"parameters"`
-		Data       json.RawMessage `json:"data"`
-	} `json:"inputs"`
-	Outputs []struct {
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
-	} `json:"outputs"`
+	ID         string                  `json:"id"`
+	Parameters jsonParams              `json:"parameters"`
+	Inputs     tensorList[restInput]   `json:"inputs"`
+	Outputs    tensorList[restOutputs] `json:"outputs"`
+}
+
+type restInput struct {
+	Name       string          `json:"name"`
+	Shape      jsonShape       `json:"shape"`
+	Datatype   string          `json:"datatype"`
+	Parameters jsonParams      `json:"parameters"`
+	Data       json.RawMessage `json:"data"`
+}
+
+type restOutputs struct {
+	Name       string     `json:"name"`
+	Parameters jsonParams `json:"parameters"`
 }
 
 type restTensor struct {
@@ -210,7 +214,9 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 // timeoutHeader is the request's TimeoutHeader, if any.
 func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, error) {
 	var in restInferRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := json.Unmarshal(body, &in); errors.Is(err, errDeclared) {
+		return nil, &Error{Code: CodeTooLarge, Err: err}
+	} else if err != nil {
 		return nil, invalid(fmt.Errorf("malformed JSON request: %w", err))
 	}
 	req := &inferRequest{id: in.ID}
@@ -222,7 +228,7 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 		return nil, invalid(errors.New("no inputs"))
 	}
 	for _, t := range in.Inputs {
-		d, n, err := tensorType(t.Name, t.Datatype, t.Shape)
+		d, n, err := tensorType(t.Name, t.Datatype, []int64(t.Shape))
 		if err != nil {
 			return nil, invalid(err)
 		}
@@ -255,7 +261,7 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 	if len(binary) > 0 {
 		return nil, invalid(fmt.Errorf("%d bytes of binary data after the inputs that take binary data", len(binary)))
 	}
-	if all, _, err := binarySize(in.Parameters["binary_data_output"], ""); err != nil {
+	if all, _, err := sizeOrFlag("binary_data_output", in.Parameters["binary_data_output"]); err != nil {
 		return nil, invalid(fmt.Errorf("parameter binary_data_output: %w", err))
 	} else if all == 1 {
 		req.binaryOut = map[string]bool{"": true}

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -46,23 +45,16 @@ func micros(us uint64) time.Duration {
 	return time.Duration(us) * time.Microsecond
 }
 
-// binarySize reads a binary extension parameter: key's value in params (a
-// JSON object), or with key "" params itself. A size is a non-negative
-// integer; a flag (true/false) reads as 1/0. ok reports it was there.
-func binarySize(params json.RawMessage, key string) (v int64, ok bool, err error) {
-	raw := params
-	if key != "" {
-		if len(params) == 0 {
-			return 0, false, nil
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(params, &m); err != nil {
-			return 0, false, fmt.Errorf("parameters: %w", err)
-		}
-		if raw, ok = m[key]; !ok {
-			return 0, false, nil
-		}
-	}
+// binarySize reads a binary extension parameter, key's value in params.
+// ok reports it was there.
+func binarySize(params jsonParams, key string) (v int64, ok bool, err error) {
+	return sizeOrFlag(key, params[key])
+}
+
+// sizeOrFlag reads a binary extension parameter's value: a size is a
+// non-negative integer; a flag (true/false) reads as 1/0. ok reports it
+// was there.
+func sizeOrFlag(key string, raw json.RawMessage) (v int64, ok bool, err error) {
 	if len(raw) == 0 {
 		return 0, false, nil
 	}
@@ -73,7 +65,7 @@ func binarySize(params json.RawMessage, key string) (v int64, ok bool, err error
 		return 0, true, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil || v < 0 {
-		return 0, true, fmt.Errorf("%s: %s is not a size or a flag", cmp.Or(key, "parameter"), raw)
+		return 0, true, fmt.Errorf("%s: %s is not a size or a flag", key, raw)
 	}
 	return v, true, nil
 }
