@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	grpcmd "google.golang.org/grpc/metadata"
@@ -255,3 +257,47 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (rawCodec) Name() string { return "proto" }
 
 var protoCodec = encoding.GetCodecV2("proto")
+
+// A flood of connections that never make a call is bounded: a listener
+// holds at most its limit open (the rest wait in the kernel's backlog,
+// taking no descriptor of the server's), REST liveness answers all the
+// while, and gRPC answers once the flood is gone.
+func TestConnectionFloodIsBounded(t *testing.T) {
+	const limit = 8
+	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))}, WithMaxConnections(limit))
+	addr := r.conn.Target()
+	preface := append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0) // and an empty SETTINGS frame
+	var flood []net.Conn
+	for range 3 * limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+		c.Write(preface)
+	}
+	answered, deadline := 0, time.Now().Add(time.Second)
+	for _, c := range flood {
+		c.SetReadDeadline(deadline)
+		if _, err := io.ReadFull(c, make([]byte, 9)); err == nil {
+			answered++ // the server's SETTINGS: it took the connection
+		}
+	}
+	if answered > limit || answered == 0 {
+		t.Fatalf("%d of %d idle connections taken, want 1 to %d", answered, len(flood), limit)
+	}
+	if code, _ := r.do(t, "GET", "/v2/health/live", nil, nil); code != 200 {
+		t.Fatalf("liveness during a gRPC flood: %d", code)
+	}
+	for _, c := range flood {
+		c.Close()
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if live, err := pb.NewGRPCInferenceServiceClient(conn).ServerLive(t.Context(), &pb.ServerLiveRequest{}); err != nil || !live.GetLive() {
+		t.Fatalf("gRPC after the flood: %v, %v", live, err)
+	}
+}

@@ -14,12 +14,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/drainpipe/drainpipe/predict"
@@ -63,6 +65,7 @@ type config struct {
 	bodyTimeout   time.Duration
 	drainTimeout  time.Duration
 	drainGrace    time.Duration
+	maxConns      int
 }
 
 // Option configures a Server.
@@ -87,6 +90,13 @@ func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = 
 
 // WithDrainTimeout bounds a graceful shutdown. The default is 30s.
 func WithDrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
+
+// WithMaxConnections bounds the connections each listener holds open at
+// once; one more waits (in the kernel's backlog) until one closes. The
+// default is 4,096, or a third of the process's file descriptor limit if
+// that is less, so no flood of idle connections on one listener can take
+// the descriptors the other (and liveness) needs.
+func WithMaxConnections(n int) Option { return func(c *config) { c.maxConns = n } }
 
 // WithDrainGrace sets how long a shutdown goes on serving, answering
 // readiness 503 (and gRPC health NOT_SERVING), before it stops taking
@@ -183,6 +193,12 @@ const grpcWorkers = 256
 // requests had to be refused, or the error that kept it from serving.
 func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	log := s.cfg.logger
+	if httpLn != nil {
+		httpLn = netutil.LimitListener(httpLn, s.cfg.connLimit())
+	}
+	if grpcLn != nil {
+		grpcLn = netutil.LimitListener(grpcLn, s.cfg.connLimit())
+	}
 	var httpSrv *http.Server
 	var grpcSrv *grpc.Server
 	errc := make(chan error, 2)
@@ -206,6 +222,10 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
 			grpc.NumStreamWorkers(grpcWorkers), grpc.ChainStreamInterceptor(s.endWatches),
 			grpc.MaxHeaderListSize(maxMetadataBytes),
+			// A connection with no call for a while is closed; a client's
+			// pings are taken (without a call too) at most this often.
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdle}),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
 		if s.cfg.tls != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
@@ -289,6 +309,22 @@ type watchStream struct {
 }
 
 func (w *watchStream) Context() context.Context { return w.ctx }
+
+// grpcIdle is how long a gRPC connection with no call stays open (REST's
+// idle connections: the http.Server's IdleTimeout).
+const grpcIdle = 5 * time.Minute
+
+// connLimit is the connections a listener holds at once.
+func (c *config) connLimit() int {
+	if c.maxConns > 0 {
+		return c.maxConns
+	}
+	limit := 4096
+	if fds, ok := fdLimit(); ok && fds/3 < uint64(limit) {
+		limit = max(int(fds/3), 16)
+	}
+	return limit
+}
 
 // maxMetadataBytes bounds a gRPC call's metadata (its headers), as HTTP
 // servers and proxies bound headers (grpc-go's own default is 16 MiB a
