@@ -68,6 +68,7 @@ func TestRepositoryKeepsWhatItServes(t *testing.T) {
 	if v := r.servedVersion(t); v != "1" {
 		t.Fatalf("at start: version %s", v)
 	}
+	load := closedLoop(t, r) // closed-loop clients, all through the faults
 	faults := []struct {
 		name  string
 		make  func()
@@ -111,6 +112,14 @@ func TestRepositoryKeepsWhatItServes(t *testing.T) {
 		}
 		f.undo()
 		r.poll(t)
+	}
+	ok, failed := load.stop()
+	t.Logf("%d requests answered through the faults, %d failed", ok, failed)
+	if failed != 0 || ok == 0 {
+		t.Fatalf("%d requests answered, %d failed", ok, failed)
+	}
+	if _, other := load.versions.Load("2"); other {
+		t.Fatal("a version that did not load answered")
 	}
 	// The damaged file is read once, not every poll.
 	before := loads.Load()

@@ -156,39 +156,8 @@ func TestRepositoryHotReloadUnderLoad(t *testing.T) {
 	if code, body := r.do(t, "POST", "/v2/repository/models/mlp/load", nil, nil); code != 400 || !strings.Contains(string(body), "polled") {
 		t.Fatalf("load in polling mode: %d %s", code, body)
 	}
-	ctx, stop := context.WithCancel(t.Context())
-	var ok, failed atomic.Int64
-	var seen sync.Map
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				var v string
-				var err error
-				if i%2 == 0 {
-					var out restResponse
-					code, body := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(i, 3), false, nil), &out)
-					if code != 200 {
-						err = fmt.Errorf("%d %s", code, body)
-					}
-					v = out.ModelVersion
-				} else {
-					resp, gerr := r.grpc.ModelInfer(ctx, grpcRows("mlp", rows(i, 3)))
-					if ctx.Err() != nil {
-						return
-					}
-					err, v = gerr, resp.GetModelVersion()
-				}
-				if err != nil {
-					failed.Add(1)
-					t.Errorf("a request failed during the reload: %v", err)
-					continue
-				}
-				ok.Add(1)
-				seen.Store(v, true)
-			}
-		})
-	}
+	load := closedLoop(t, r)
+	seen := &load.versions
 	waitFor := func(v string) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -208,16 +177,67 @@ func TestRepositoryHotReloadUnderLoad(t *testing.T) {
 	waitFor("3")
 	os.RemoveAll(filepath.Join(tr.dir, "mlp", "1"))
 	time.Sleep(100 * time.Millisecond)
-	stop()
-	wg.Wait()
+	ok, failed := load.stop()
 	if err := r.shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	starts, shutdowns := tr.dev.starts.Load(), tr.dev.shutdowns.Load()
-	t.Logf("%d requests answered, %d failed; %d sessions started, %d shut down", ok.Load(), failed.Load(), starts, shutdowns)
-	if failed.Load() != 0 || ok.Load() == 0 || starts < 3 || starts != shutdowns {
-		t.Fatalf("%d answered, %d failed; sessions %d started, %d shut down", ok.Load(), failed.Load(), starts, shutdowns)
+	t.Logf("%d requests answered, %d failed; %d sessions started, %d shut down", ok, failed, starts, shutdowns)
+	if failed != 0 || ok == 0 || starts < 3 || starts != shutdowns {
+		t.Fatalf("%d answered, %d failed; sessions %d started, %d shut down", ok, failed, starts, shutdowns)
 	}
+}
+
+// load is closed-loop clients of model "mlp", two over REST and two over
+// gRPC, each sending its next request when its last is answered; a
+// request that fails fails the test.
+type load struct {
+	versions  sync.Map // the versions that answered
+	ok, fails atomic.Int64
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+func closedLoop(t *testing.T, r *running) *load {
+	ctx, cancel := context.WithCancel(t.Context())
+	l := &load{cancel: cancel}
+	for i := range 4 {
+		l.wg.Go(func() {
+			for ctx.Err() == nil {
+				var v string
+				var err error
+				if i%2 == 0 {
+					var out restResponse
+					code, body := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(i, 3), false, nil), &out)
+					if code != 200 {
+						err = fmt.Errorf("%d %s", code, body)
+					}
+					v = out.ModelVersion
+				} else {
+					resp, gerr := r.grpc.ModelInfer(ctx, grpcRows("mlp", rows(i, 3)))
+					if ctx.Err() != nil {
+						return
+					}
+					err, v = gerr, resp.GetModelVersion()
+				}
+				if err != nil {
+					l.fails.Add(1)
+					t.Errorf("a request failed: %v", err)
+					continue
+				}
+				l.ok.Add(1)
+				l.versions.Store(v, true)
+			}
+		})
+	}
+	return l
+}
+
+// stop ends the clients and returns the requests answered and failed.
+func (l *load) stop() (ok, failed int64) {
+	l.cancel()
+	l.wg.Wait()
+	return l.ok.Load(), l.fails.Load()
 }
 
 // sharedCounts counts its sessions on the repository's counters, whatever
