@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -99,5 +102,73 @@ func TestServeDeclaredSizeRSS(t *testing.T) {
 	<-s.finished
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, s.logText())
+	}
+}
+
+// A polled repository changed as operators change it, with the shell's
+// own tools: mkfifo for a version's model, ln -s /dev/zero, cp of a
+// truncated model, a copy's temporary name. The served versions answer
+// throughout, each fault is in the index, and SIGTERM exits 0 at once.
+func TestServeRepositoryShellFaults(t *testing.T) {
+	dir := fixture(t, 10, 16, 3)
+	repo := t.TempDir()
+	model := filepath.Join(dir, "model.dpmlp")
+	half := filepath.Join(t.TempDir(), "half.dpmlp")
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(half, data[:len(data)/2], 0o644)
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	for _, v := range []string{"1", "3", "4", "5", "6"} {
+		os.MkdirAll(filepath.Join(repo, "mlp", v), 0o755)
+	}
+	sh("cp", model, filepath.Join(repo, "mlp", "1", "model.dpmlp"))
+	s := startServe(t, "--model-repository", repo, "--repository-poll", "20ms", "--drain-timeout", "30s")
+	sh("mkfifo", filepath.Join(repo, "mlp", "3", "model.dpmlp"))
+	sh("ln", "-s", "/dev/zero", filepath.Join(repo, "mlp", "4", "model.dpmlp"))
+	sh("cp", half, filepath.Join(repo, "mlp", "5", "model.dpmlp"))
+	sh("cp", model, filepath.Join(repo, "mlp", "6", "model.dpmlp.tmp"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Post(s.http+"/v2/models/mlp/infer", "application/json", bytes.NewReader(featureBodyNamed("features", 2, 16)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("infer while the repository holds faults: %d\n%s", resp.StatusCode, s.logText())
+		}
+		resp, err = http.Post(s.http+"/v2/repository/index", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		all := true
+		for _, want := range []string{`"version":"1","state":"READY"`, `"version":"3","state":"UNAVAILABLE"`, `"version":"4","state":"UNAVAILABLE"`, `"version":"5","state":"UNAVAILABLE"`} {
+			all = all && strings.Contains(string(index), want)
+		}
+		if all {
+			if strings.Contains(string(index), `"version":"6"`) {
+				t.Fatalf("a copy's temporary file taken as a version: %s", index)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index: %s", index)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	began := time.Now()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	<-s.finished
+	if err := s.cmd.Wait(); err != nil || time.Since(began) > 20*time.Second {
+		t.Fatalf("exit after SIGTERM: %v after %v\n%s", err, time.Since(began), s.logText())
 	}
 }
