@@ -27,10 +27,12 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/internal/cloudenv"
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	cloudenv.Defaults()
 	ignoreFileSizeSignal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

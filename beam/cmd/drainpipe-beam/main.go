@@ -24,10 +24,12 @@ import (
 	dpbeam "github.com/drainpipe/drainpipe/beam"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/cliflag"
+	"github.com/drainpipe/drainpipe/internal/cloudenv"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
 func main() {
+	cloudenv.Defaults()
 	// Beam registers its runners' flags (dozens) on the same flag set;
 	// --help shows this command's, and names the runner flags that matter.
 	ours := flag.NewFlagSet("drainpipe-beam", flag.ContinueOnError)
