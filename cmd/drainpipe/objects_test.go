@@ -11,8 +11,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/filetest"
+
 	"github.com/drainpipe/drainpipe/internal/s3test"
 )
 
@@ -103,6 +107,17 @@ func TestKilledS3JobResumesExactlyOnce(t *testing.T) {
 	}
 	for _, outs := range [][2]output{{s3("ref.parquet"), s3("out.parquet")}, {s3("ref/"), s3("out/")}} {
 		t.Run(filepath.Base(outs[1].disk), func(t *testing.T) { killAndResume(t, dir, outs[0], outs[1]) })
+	}
+	// No upload the kills cut short is left behind (S3 keeps, and bills,
+	// an incomplete multipart upload until it is aborted).
+	client := s3sdk.New(s3sdk.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, "")})
+	list, err := client.ListMultipartUploads(t.Context(), &s3sdk.ListMultipartUploadsInput{Bucket: aws.String("kills")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Uploads) > 0 {
+		t.Fatalf("%d incomplete uploads left, the first to %s", len(list.Uploads), aws.ToString(list.Uploads[0].Key))
 	}
 }
 
