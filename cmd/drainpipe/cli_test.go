@@ -242,8 +242,9 @@ func TestCLIEdges(t *testing.T) {
 	if again, _, err := drainpipe("--version"); err != nil || again != stdout {
 		t.Fatalf("--version: %v\n%s", err, again)
 	}
-	// A command line that does not parse exits 2, as flag programs do.
-	for _, args := range [][]string{{"nosuch"}, {"predict", "--nosuchflag"}, {}} {
+	// A command line that does not parse exits 2, as flag programs do (a
+	// bare drainpipe prints its help: TestRootCommand).
+	for _, args := range [][]string{{"nosuch"}, {"predict", "--nosuchflag"}} {
 		_, _, err := drainpipe(args...)
 		if exit := (*exec.ExitError)(nil); !errors.As(err, &exit) || exit.ExitCode() != 2 {
 			t.Fatalf("%v: %v, want exit status 2", args, err)
@@ -404,5 +405,24 @@ func TestNoCommandWritesOverAnInput(t *testing.T) {
 	}
 	if _, stderr, err := drainpipe(predictArgs(dir, out, "--stats-json", other, "--overwrite")...); err != nil {
 		t.Fatalf("--stats-json --overwrite: %v %s", err, stderr)
+	}
+}
+
+// A bare drainpipe prints its help and exits 0, as cobra tools do; a
+// misspelt command is an unknown command with the nearest suggested, one
+// line, exit 2.
+func TestRootCommand(t *testing.T) {
+	stdout, _, err := drainpipe()
+	if err != nil || !strings.Contains(stdout, "Available Commands:") {
+		t.Fatalf("bare drainpipe: %v\n%s", err, stdout)
+	}
+	_, stderr, err := drainpipe("predcit")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("a misspelt command: %v", err)
+	}
+	line := strings.TrimSpace(stderr)
+	if !strings.Contains(line, `unknown command "predcit"`) || !strings.Contains(line, "predict") || strings.Contains(line, "drainpipe: drainpipe:") || strings.Contains(line, "\n") {
+		t.Fatalf("a misspelt command: %q", stderr)
 	}
 }

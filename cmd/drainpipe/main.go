@@ -63,12 +63,9 @@ prediction, in order, exactly once, resumable after a kill. It also
 serves models over the Open Inference Protocol, evaluates them with exact
 metrics, and fits a softmax regression.`,
 		SilenceUsage: true, SilenceErrors: true,
-		Args: noArgs(""),
-		RunE: func(c *cobra.Command, _ []string) error {
-			c.SetOut(c.ErrOrStderr())
-			c.Help()
-			return usageError(errors.New("no command given"))
-		},
+		// No Args: cobra's own check names an unknown command and
+		// suggests the nearest ("predcit": predict).
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() }, // no command: the help, exit 0
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
