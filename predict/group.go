@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -104,7 +105,7 @@ type Settings struct {
 // Settings returns the Predictor's settings.
 func (p *Predictor) Settings() Settings {
 	c := &p.cfg
-	s := Settings{BatchSizes: c.allowedSizes(), Groups: c.sessions, Replicas: c.replicas, Allocator: c.mem,
+	s := Settings{BatchSizes: slices.Clone(c.allowedSizes()), Groups: c.sessions, Replicas: c.replicas, Allocator: c.mem,
 		Logger: c.logger, OnStats: c.onStats}
 	if c.prefetch > 0 {
 		s.DatasetOnly = append(s.DatasetOnly, "WithPrefetch")

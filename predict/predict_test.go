@@ -302,3 +302,14 @@ func TestBadInput(t *testing.T) {
 	}
 	m.AssertLifecycle(t, 1)
 }
+
+// Settings hands out copies: a caller that changes the batch sizes it
+// got does not change the Predictor's.
+func TestSettingsAreCopies(t *testing.T) {
+	p := fakedev.NewPredictor(t, &fakedev.Model{}, predict.WithBatchSizes(2, 8))
+	s := p.Settings()
+	s.BatchSizes[0] = 1000
+	if got := p.Settings().BatchSizes; got[0] != 2 {
+		t.Fatalf("the Predictor's batch sizes changed through Settings: %v", got)
+	}
+}

@@ -98,6 +98,9 @@ func serveCommand() *cobra.Command {
 		if len(models) == 0 && *repoDir == "" {
 			return usageError(errors.New("serve: --model or --model-repository is required"))
 		}
+		if len(models) > 0 && *repoDir != "" {
+			return usageError(errors.New("serve: --model and --model-repository together: serve a folder's models, or the ones named, not both (put the model in the repository)"))
+		}
 		if *repoPoll != 0 && *repoDir == "" {
 			return usageError(errors.New("serve: --repository-poll polls --model-repository, which is not given"))
 		}
