@@ -18,6 +18,8 @@ type Stats struct {
 	Rows          int64         // rows answered
 	Batches       int64         // batches run, failed ones included
 	BatchSizes    map[int]int64 // batches by padded size
+	// BatchSizeTime is the device time of the batches of each padded size.
+	BatchSizeTime map[int]time.Duration
 	PaddedRows    int64         // padding rows the device ran
 	Overloads     int64         // requests refused with ErrOverloaded
 	Timeouts      int64         // requests whose deadline passed first
@@ -76,7 +78,7 @@ func (b *Batcher) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.stats.Stats
-	s.BatchSizes = maps.Clone(s.BatchSizes)
+	s.BatchSizes, s.BatchSizeTime = maps.Clone(s.BatchSizes), maps.Clone(s.BatchSizeTime)
 	s.QueuedRows = b.queuedRows
 	s.QueueWait = b.stats.queueWait.percentiles()
 	s.Latency = b.stats.latency.percentiles()
@@ -91,10 +93,11 @@ type onlineStats struct {
 
 func (s *onlineStats) batch(j *job, device time.Duration) {
 	if s.BatchSizes == nil {
-		s.BatchSizes = map[int]int64{}
+		s.BatchSizes, s.BatchSizeTime = map[int]int64{}, map[int]time.Duration{}
 	}
 	s.Batches++
 	s.BatchSizes[j.size]++
+	s.BatchSizeTime[j.size] += device
 	s.PaddedRows += int64(j.size - j.rows)
 	s.DeviceTime += device
 }

@@ -100,6 +100,13 @@ func TestBinaryTensors(t *testing.T) {
 // answered and failed, rows, batches by size, times.
 func TestStatistics(t *testing.T) {
 	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))})
+	var before struct {
+		ModelStats []modelStats `json:"model_stats"`
+	}
+	if code, body := r.do(t, "GET", "/v2/models/mlp/stats", nil, &before); code != 200 || before.ModelStats[0].InferenceCount != 0 ||
+		before.ModelStats[0].ExecutionCount != 0 || before.ModelStats[0].LastInference != 0 {
+		t.Fatalf("statistics before any request: %d %s", code, body)
+	}
 	for i := range 3 {
 		if code, body := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(0, i+1), false, nil), nil); code != 200 {
 			t.Fatalf("%d %s", code, body)
@@ -113,10 +120,21 @@ func TestStatistics(t *testing.T) {
 			t.Fatalf("%s: %d %s", path, code, body)
 		}
 		st := stats.ModelStats[0]
-		// The warm-up row counts too: 1 + 1 + 2 + 3 rows in 4 requests.
-		if st.Name != "mlp" || st.InferenceCount != 7 || st.InferenceStats.Success.Count != 4 || st.InferenceStats.Success.NS <= 0 ||
+		// The warm-up row is not an inference: 1 + 2 + 3 rows in 3
+		// requests; every batch size's device time is counted.
+		if st.Name != "mlp" || st.InferenceCount != 6 || st.InferenceStats.Success.Count != 3 || st.InferenceStats.Success.NS <= 0 ||
 			st.ExecutionCount < 1 || st.InferenceStats.ComputeInfer.Count != st.ExecutionCount || st.LastInference == 0 || len(st.BatchStats) == 0 {
 			t.Fatalf("%s: %+v", path, st)
+		}
+		var perSize int64
+		for _, b := range st.BatchStats {
+			if b.ComputeInfer.NS <= 0 {
+				t.Fatalf("%s: batch size %d: compute_infer %+v", path, b.BatchSize, b.ComputeInfer)
+			}
+			perSize += b.ComputeInfer.NS
+		}
+		if perSize != st.InferenceStats.ComputeInfer.NS {
+			t.Fatalf("%s: compute_infer by size sums to %d ns, in all %d", path, perSize, st.InferenceStats.ComputeInfer.NS)
 		}
 	}
 	if code, _ := r.do(t, "GET", "/v2/models/other/stats", nil, nil); code != 404 {
@@ -127,7 +145,7 @@ func TestStatistics(t *testing.T) {
 	if err != nil || len(resp.GetModelStats()) != 1 {
 		t.Fatalf("gRPC statistics: %v, %v", resp, err)
 	}
-	if st := resp.GetModelStats()[0]; st.GetInferenceCount() != 7 || st.GetInferenceStats().GetSuccess().GetCount() != 4 || st.GetExecutionCount() < 1 {
+	if st := resp.GetModelStats()[0]; st.GetInferenceCount() != 6 || st.GetInferenceStats().GetSuccess().GetCount() != 3 || st.GetExecutionCount() < 1 {
 		t.Fatalf("gRPC statistics: %v", st)
 	}
 	if _, err := r.grpc.ModelStatistics(t.Context(), &pb.ModelStatisticsRequest{Name: "other"}); status.Code(err) != codes.NotFound {

@@ -51,6 +51,7 @@ type model struct {
 	input                   *arrow.Schema
 	inputs, outputs         []TensorMetadata
 	batcher                 *online.Batcher
+	warmed                  online.Stats // the batcher's counters after the warm-up
 	ready                   atomic.Bool
 	// users counts the requests that found the model and are not done
 	// with it: it is closed once they are.
@@ -93,6 +94,7 @@ func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.
 	if err := m.warmUp(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("model %s: warm-up: %w", spec.Name, err), m.batcher.Close(context.WithoutCancel(ctx)))
 	}
+	m.warmed = m.batcher.Stats() // the warm-up is not an inference
 	return m, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/drainpipe/drainpipe/online"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
@@ -42,7 +43,7 @@ type modelStats struct {
 // out, cancelled or refused (fail), their time queued (queue) and the
 // batches the device ran (compute_infer), by padded batch size too.
 func (m *model) stats() modelStats {
-	st := m.batcher.Stats()
+	st := since(m.batcher.Stats(), m.warmed)
 	out := modelStats{Name: m.name, Version: m.version, InferenceCount: st.Rows, ExecutionCount: st.Batches,
 		InferenceStats: inferenceStats{
 			Success:      statDuration{st.Requests, st.LatencyTime.Nanoseconds()},
@@ -54,9 +55,31 @@ func (m *model) stats() modelStats {
 		out.LastInference = st.LastAnswer.UnixMilli()
 	}
 	for _, size := range slices.Sorted(maps.Keys(st.BatchSizes)) {
-		out.BatchStats = append(out.BatchStats, batchStats{BatchSize: size, ComputeInfer: statDuration{Count: st.BatchSizes[size]}})
+		out.BatchStats = append(out.BatchStats, batchStats{BatchSize: size, ComputeInfer: statDuration{st.BatchSizes[size], st.BatchSizeTime[size].Nanoseconds()}})
 	}
 	return out
+}
+
+// since returns the counters of st past those of base (a model's
+// warm-up, which is not an inference).
+func since(st, base online.Stats) online.Stats {
+	st.Requests -= base.Requests
+	st.Rows -= base.Rows
+	st.Batches -= base.Batches
+	st.PaddedRows -= base.PaddedRows
+	st.DeviceTime -= base.DeviceTime
+	st.QueueTime -= base.QueueTime
+	st.LatencyTime -= base.LatencyTime
+	for size, n := range base.BatchSizes {
+		if st.BatchSizes[size] -= n; st.BatchSizes[size] == 0 {
+			delete(st.BatchSizes, size)
+		}
+		st.BatchSizeTime[size] -= base.BatchSizeTime[size]
+	}
+	if st.Requests == 0 {
+		st.LastAnswer = time.Time{}
+	}
+	return st
 }
 
 func failed(st online.Stats) int64 {
