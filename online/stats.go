@@ -14,10 +14,10 @@ const latencyWindow = 4096
 
 // Stats is a snapshot of a Batcher's counters since it started.
 type Stats struct {
-	Requests      int64         // requests answered with predictions
-	Rows          int64         // rows answered
-	Batches       int64         // batches run, failed ones included
-	BatchSizes    map[int]int64 // batches by padded size
+	Requests   int64         // requests answered with predictions
+	Rows       int64         // rows answered
+	Batches    int64         // batches run, failed ones included
+	BatchSizes map[int]int64 // batches by padded size
 	// BatchSizeTime is the device time of the batches of each padded size.
 	BatchSizeTime map[int]time.Duration
 	PaddedRows    int64         // padding rows the device ran
