@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/storage"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -32,16 +36,30 @@ type loadedModel struct {
 // column (default: the input's name), or a drainpipe MLP (any other name),
 // which reads column (default: the one its file names).
 func loadModel(path, column string) (*loadedModel, error) {
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		return loadONNX(path, column)
+	var r io.Reader
+	if storage.IsURL(path) {
+		// A model on object storage or a web server, as inputs are.
+		local, data, err := fetchModel(path)
+		if err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(modelExt(path), ".onnx") {
+			return loadONNX(local, column)
+		}
+		r = bytes.NewReader(data)
+	} else {
+		if strings.EqualFold(filepath.Ext(path), ".onnx") {
+			return loadONNX(path, column)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		defer f.Close()
+		r = f
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	defer f.Close()
 	h := sha256.New()
-	m, err := cpu.Load(io.TeeReader(f, h))
+	m, err := cpu.Load(io.TeeReader(r, h))
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
@@ -52,6 +70,46 @@ func loadModel(path, column string) (*loadedModel, error) {
 	// 1.5–1.7× (BENCHMARKS.md).
 	return &loadedModel{model: m, inputSize: m.InputSize(), feature: m.Feature, id: hex.EncodeToString(h.Sum(nil)),
 		sessions: runtime.GOMAXPROCS(0)}, nil
+}
+
+// modelExt is a model path's or URL's extension (a URL's without its
+// query).
+func modelExt(name string) string {
+	if storage.IsURL(name) {
+		name, _, _ = strings.Cut(name, "?")
+	}
+	return filepath.Ext(name)
+}
+
+// fetchModel reads a model by URL. An ONNX model, which ONNX Runtime
+// opens by path, is also kept in the user's cache folder under its
+// content's digest, and its path there returned; a later run of the same
+// model finds it there.
+func fetchModel(url string) (local string, data []byte, err error) {
+	store := storage.NewOpener()
+	defer store.Close()
+	if data, err = store.ReadFile(context.Background(), url); err != nil {
+		return "", nil, fmt.Errorf("model: %w", err)
+	}
+	if !strings.EqualFold(modelExt(url), ".onnx") {
+		return "", data, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256(data)
+	local = filepath.Join(cache, "drainpipe", "models", hex.EncodeToString(sum[:])+".onnx")
+	if st, err := os.Stat(local); err == nil && st.Size() == int64(len(data)) {
+		return local, data, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		return "", nil, fmt.Errorf("model %s: %w", url, err)
+	}
+	if err := atomicfile.WriteFile(local, data); err != nil {
+		return "", nil, fmt.Errorf("model %s: %w", url, err)
+	}
+	return local, data, nil
 }
 
 // isModelFile reports whether a name is a model file inspect describes.

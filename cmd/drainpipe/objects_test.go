@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -138,4 +140,42 @@ func sameTable(t *testing.T, a, b string) bool {
 	tb := filetest.ReadWhole(t, memory.DefaultAllocator, b)
 	defer tb.Release()
 	return array.RecordEqual(ta, tb)
+}
+
+// A model is read by URL as inputs are (predict, eval and serve share
+// its loading): predict over a model on S3 gives what the same model on
+// disk gives, a missing one is named, and serve takes it as URL and as
+// NAME=URL, a query's = signs left to the URL.
+func TestModelFromS3(t *testing.T) {
+	dir := fixture(t, 300, 8, 4)
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "models")
+	if err := os.WriteFile(filepath.Join(bucket, "m.dpmlp"), arrowtest.ReadFile(t, filepath.Join(dir, "model.dpmlp")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL("models", "m.dpmlp")
+	local, remote := filepath.Join(dir, "local.parquet"), filepath.Join(dir, "remote.parquet")
+	for out, model := range map[string]string{local: filepath.Join(dir, "model.dpmlp"), remote: url} {
+		if _, stderr, err := drainpipe("predict", "--model", model, "--input", filepath.Join(dir, "in-*.parquet"), "--output", out, "--keep", "id", "--quiet"); err != nil {
+			t.Fatalf("--model %s: %v\n%s", model, err, stderr)
+		}
+	}
+	if !bytes.Equal(arrowtest.ReadFile(t, local), arrowtest.ReadFile(t, remote)) {
+		t.Fatal("the predictions of the model on S3 differ from the model on disk's")
+	}
+	if _, stderr, err := drainpipe("predict", "--model", srv.URL("models", "none.dpmlp"), "--input", filepath.Join(dir, "in-*.parquet"),
+		"--output", filepath.Join(dir, "x.parquet"), "--quiet"); err == nil || !strings.Contains(stderr, "s3://models/none.dpmlp") {
+		t.Fatalf("a missing model by URL: %v %s", err, stderr)
+	}
+	for arg, name := range map[string]string{url: "m", "other=" + url: "other"} {
+		s := startServe(t, "--model", arg)
+		resp, err := http.Get(s.http + "/v2/models/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("serve --model %s: model %q: %d\n%s", arg, name, resp.StatusCode, s.logText())
+		}
+	}
 }

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
 )
 
 const buildTags = "onnx"
@@ -68,5 +71,31 @@ func TestServeONNXModel(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"shape":[3]`) {
 		t.Fatalf("infer: %d %s", resp.StatusCode, body)
+	}
+}
+
+// An ONNX model by URL, which ONNX Runtime opens by path: read from S3,
+// kept under its digest in the user's cache folder, it predicts what the
+// same model on disk does.
+func TestONNXModelFromS3(t *testing.T) {
+	if onnx.DefaultLibrary() == "" {
+		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+	}
+	dir := fixture(t, 1000, 64, 4)
+	model, _ := filepath.Abs(filepath.Join("..", "..", "device", "onnx", "testdata", "mlp.onnx"))
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "models")
+	if err := os.WriteFile(filepath.Join(bucket, "mlp.onnx"), arrowtest.ReadFile(t, model), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local, remote := filepath.Join(dir, "local.parquet"), filepath.Join(dir, "remote.parquet")
+	for out, m := range map[string]string{local: model, remote: srv.URL("models", "mlp.onnx")} {
+		if _, stderr, err := drainpipe("predict", "--model", m, "--input", filepath.Join(dir, "in-*.parquet"),
+			"--output", out, "--keep", "id", "--batch-size", "64", "--quiet"); err != nil {
+			t.Fatalf("--model %s: %v\n%s", m, err, stderr)
+		}
+	}
+	if !bytes.Equal(arrowtest.ReadFile(t, local), arrowtest.ReadFile(t, remote)) {
+		t.Fatal("the predictions of the ONNX model on S3 differ from the model on disk's")
 	}
 }

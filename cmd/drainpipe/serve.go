@@ -23,6 +23,7 @@ import (
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve"
+	"github.com/drainpipe/drainpipe/storage"
 	"github.com/drainpipe/drainpipe/tensor"
 )
 
@@ -148,10 +149,15 @@ func serveCommand() *cobra.Command {
 		}
 		var specs []serve.ModelSpec
 		for _, arg := range models {
+			// NAME=PATH; a URL's query holds = signs of its own.
 			modelName, path, found := strings.Cut(arg, "=")
-			if !found {
+			if !found || strings.ContainsAny(modelName, "/:?") {
 				path = arg
-				modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+				base := path
+				if storage.IsURL(path) {
+					base, _, _ = strings.Cut(path, "?")
+				}
+				modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(base), filepath.Ext(base)))
 			}
 			sp, err := spec(path)
 			if err != nil {
