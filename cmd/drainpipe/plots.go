@@ -108,15 +108,26 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// confusionColors is the confusion matrix's colour map: sequential, light
+// to dark, as counts are (a diverging one made a good cell at 79% look
+// neutral), from 0 to the largest count, or to 1 for fractions.
+func confusionColors(largest float64, normalized bool) palette.ColorMap {
+	cmap := palette.Reverse(moreland.Kindlmann())
+	cmap.SetMin(0)
+	cmap.SetMax(max(largest, 1e-9))
+	if normalized {
+		cmap.SetMax(1)
+	}
+	return cmap
+}
+
 // drawConfusion draws the confusion matrix as scikit-learn and eval's table
 // lay it out (label 0 in the top row, predicted classes left to right),
 // each cell's count in a colour that reads on it, and a colour bar.
 func drawConfusion(path string, r evalReport, normalized bool) error {
 	k := len(r.Confusion)
 	grid := confusionGrid{counts: r.Confusion, normalized: normalized}
-	cmap := moreland.SmoothBlueRed()
-	cmap.SetMin(0)
-	cmap.SetMax(max(grid.max(), 1e-9))
+	cmap := confusionColors(grid.max(), normalized)
 	title := fmt.Sprintf("Confusion matrix (%d rows)", r.Rows)
 	if normalized {
 		title = fmt.Sprintf("Confusion matrix, each label's row as fractions (%d rows)", r.Rows)

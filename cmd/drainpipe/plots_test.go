@@ -1,7 +1,9 @@
 package main
 
 import (
+	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,5 +40,41 @@ func TestConfusionOrientation(t *testing.T) {
 	}
 	if r, bl := at(0.62, 0.70); bl <= r {
 		t.Errorf("bottom-right cell (label 1, predicted 1: 1 row) is not blue: r %d, b %d", r, bl)
+	}
+}
+
+// The confusion matrix's colours are sequential: a larger count or
+// fraction is darker, all the way (no neutral middle, as a diverging map
+// has), and fractions' colour bar ends at 1.
+func TestConfusionColoursSequential(t *testing.T) {
+	// Relative luminance, the sRGB channels linearised.
+	lum := func(c color.Color) float64 {
+		r, g, b, _ := c.RGBA()
+		lin := func(v uint32) float64 {
+			x := float64(v) / 0xffff
+			if x <= 0.04045 {
+				return x / 12.92
+			}
+			return math.Pow((x+0.055)/1.055, 2.4)
+		}
+		return 0.2126*lin(r) + 0.7152*lin(g) + 0.0722*lin(b)
+	}
+	for _, normalized := range []bool{false, true} {
+		cmap := confusionColors(0.97, normalized)
+		if normalized && cmap.Max() != 1 {
+			t.Fatalf("fractions' colour bar ends at %v, want 1", cmap.Max())
+		}
+		last := math.Inf(1)
+		for v := 0.0; v <= 0.97; v += 0.01 {
+			c, err := cmap.At(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := lum(c); l > last+1e-9 {
+				t.Fatalf("normalized %v: %.2f is lighter than the value before it", normalized, v)
+			} else {
+				last = l
+			}
+		}
 	}
 }
