@@ -84,6 +84,17 @@ type RowError struct {
 	Err    error
 }
 
+// ValueError says which value of a row's tensor is at fault (Index, from
+// 0), so a caller that gathered the tensor from columns can name the
+// column it came from. Its message is Err's.
+type ValueError struct {
+	Index int
+	Err   error
+}
+
+func (e *ValueError) Error() string { return e.Err.Error() }
+func (e *ValueError) Unwrap() error { return e.Err }
+
 // Error says the row, the column and the cause; a row moved on by a runner
 // says its new number, not the one it wraps.
 func (e *RowError) Error() string {

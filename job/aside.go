@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -35,6 +36,9 @@ type aside struct {
 	origins *fileset.Origins
 	mem     memory.Allocator
 	bad     map[origin]badValue // CSV values that did not parse
+	// sourceColumn, if set, names the input column of a value the device
+	// failed on (a gathered feature's).
+	sourceColumn func(error) string
 }
 
 type asideRow struct {
@@ -96,6 +100,9 @@ func (a *aside) predicted(row arrow.RecordBatch, err error) {
 	var re *device.RowError
 	if errors.As(err, &re) {
 		column = re.Column
+	}
+	if a.sourceColumn != nil {
+		column = cmp.Or(a.sourceColumn(err), column)
 	}
 	a.add(row, 0, column, err.Error())
 }

@@ -263,7 +263,7 @@ func TestBadJobs(t *testing.T) {
 		say  string
 	}{
 		{"missing feature column", func(c *job.Config) { c.FeatureColumn = "pixels" }, `no column "pixels"`},
-		{"missing keep column", func(c *job.Config) { c.Keep = []string{"key"} }, `keep column "key"`},
+		{"missing keep column", func(c *job.Config) { c.Keep = []string{"key"} }, `missing column: "key" is not in the input`},
 		{"gather matches nothing", func(c *job.Config) { c.Gather = []string{"x*"} }, "match no column"},
 		{"model width", func(c *job.Config) { c.Model, c.InputSize = wide, width+1 }, "8 values per row, want 9"},
 		{"output not writable", func(c *job.Config) { c.Output = filepath.Join(notDir, "out.parquet") }, "not a directory"},

@@ -50,16 +50,18 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 	origins := &fileset.Origins{}
 	var in *countedInput
 	var a *aside
+	var gathered []string // the columns the feature tensor is gathered from
 	if c.SetAside != "" {
 		// Values are read (and this called) only once a exists.
 		c.badValue = func(path string, row int64, column string, err error) { a.badValue(path, row, column, err) }
 	}
-	ds, total, err := c.dataset(ctx, files, origins, func(read *dataset.Dataset, gathered []string) *dataset.Dataset {
-		in = c.counted(read, skip)
+	ds, total, err := c.dataset(ctx, files, origins, func(read *dataset.Dataset, cols []string) *dataset.Dataset {
+		in, gathered = c.counted(read, skip), cols
 		if c.SetAside == "" {
 			return in.ds
 		}
 		a = newAside(read.Schema(), c.kept(), origins, c.Allocator)
+		a.sourceColumn = func(err error) string { return sourceColumn(err, gathered) }
 		return c.screen(in.ds, a, gathered)
 	})
 	if err != nil {
@@ -129,6 +131,11 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 	}
 	if failed != nil {
 		w.abort()
+		if col := sourceColumn(failed, gathered); col != "" {
+			var re *dataset.RowError
+			errors.As(failed, &re)
+			failed = &dataset.RowError{Row: re.Row, Column: col, Err: failed}
+		}
 		return nil, origins.LocateError(failed, skip)
 	}
 	if err := w.finish(in.rows); err != nil {
@@ -166,6 +173,18 @@ func WriteFile(ctx context.Context, cfg Config) (*Summary, error) {
 	return cfg.whole(ctx, func(a *aside, read *arrow.Schema) output {
 		return &fileOutput{cfg: &cfg, read: read, aside: a}
 	})
+}
+
+// sourceColumn names the input column a row error's value came from,
+// when the device names a value (device.ValueError) of a tensor gathered
+// from columns: "f1", not the gathered "features". "" otherwise.
+func sourceColumn(err error, gathered []string) string {
+	var re *dataset.RowError
+	var ve *device.ValueError
+	if len(gathered) == 0 || !errors.As(err, &re) || !errors.As(err, &ve) || ve.Index < 0 || ve.Index >= len(gathered) {
+		return ""
+	}
+	return gathered[ve.Index]
 }
 
 // Each runs cfg's job as WriteFile does, but hands the predictions to fn

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -44,12 +45,12 @@ func TestBadInputOneLineErrors(t *testing.T) {
 		{"truncated parquet", []string{"--model", model, "--input", filepath.Join(dir, "trunc.parquet"), "--output", out}, "trunc.parquet"},
 		{"csv column count", []string{"--model", model, "--input", filepath.Join(dir, "bad.csv"), "--output", out, "--features", "f*"}, "bad.csv"},
 		{"feature nulls", []string{"--model", model, "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, `column "f3": row 1 is null`},
-		{"feature nan", []string{"--model", model, "--input", filepath.Join(dir, "nan.csv"), "--output", out, "--features", "f*"}, `nan.csv, line 3, column "features"`},
+		{"feature nan", []string{"--model", model, "--input", filepath.Join(dir, "nan.csv"), "--output", out, "--features", "f*"}, `nan.csv, line 3, column "f4": cpu: feature value is not finite: value 4 is NaN`},
 		{"csv value", []string{"--model", model, "--input", filepath.Join(dir, "late.csv"), "--output", out, "--features", "f*", "--csv-sample", "2"}, `late.csv: CSV value does not parse: line 4, column "f2": "x" is not an int64`},
 		{"feature count", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, "match 8 columns, the model takes 9"},
 		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `no column "pixels"`},
 		{"feature wrong type", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "id"}, "id"},
-		{"keep missing", []string{"--model", model, "--input", in, "--output", out, "--keep", "key"}, `keep column "key"`},
+		{"keep missing", []string{"--model", model, "--input", in, "--output", out, "--keep", "key"}, `missing column: "key" is not in the input`},
 		{"model missing", []string{"--model", filepath.Join(dir, "none.dpmlp"), "--input", in, "--output", out}, "no such file"},
 		{"model corrupt", []string{"--model", filepath.Join(dir, "corrupt.dpmlp"), "--input", in, "--output", out}, "bad model file"},
 		{"model width", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", in, "--output", out}, "8 values per row, want 9"},
@@ -204,6 +205,11 @@ func TestSetAsideCLI(t *testing.T) {
 	stdout, _, err = drainpipe("inspect", aside)
 	if err != nil || !strings.Contains(stdout, "rows: 2") || !strings.Contains(stdout, "reason") {
 		t.Fatalf("inspect %s: %v\n%s", aside, err, stdout)
+	}
+	// Each row names its source column: the NaN's f4, not the gathered
+	// tensor; the value that does not parse, f2.
+	if cols := filetest.Column(t, aside, "column"); strings.Join(cols, ",") != "f4,f2" {
+		t.Fatalf("the set-aside rows' columns: %v, want f4, f2", cols)
 	}
 }
 

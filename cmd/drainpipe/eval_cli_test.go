@@ -145,3 +145,13 @@ func TestEvalCommand(t *testing.T) {
 		t.Fatalf("missing label: %v %q", err, stderr)
 	}
 }
+
+// A label that is not in the input is named as the label, not as a keep
+// column.
+func TestEvalMissingLabel(t *testing.T) {
+	dir := fixture(t, 10, 8, 4)
+	_, stderr, err := drainpipe("eval", "--model", filepath.Join(dir, "model.dpmlp"), "--input", filepath.Join(dir, "in-*.parquet"), "--label", "nope", "--quiet")
+	if err == nil || !strings.Contains(stderr, `--label "nope": missing column: "nope" is not in the input`) || strings.Contains(stderr, "keep") {
+		t.Fatalf("eval --label nope: %v %q", err, stderr)
+	}
+}

@@ -71,7 +71,7 @@ func (f Features) Columns(set *Set) (read, gathered []string, err error) {
 			return nil, nil, fmt.Errorf("%w: column %q is both gathered into the tensor and kept: it can be one or the other", ErrFeatures, k)
 		}
 		if len(schema.FieldIndices(k)) == 0 {
-			return nil, nil, fmt.Errorf("%w: keep column %q is not in the input (it has %s)", ErrKeep, k, dataset.FieldNames(schema))
+			return nil, nil, fmt.Errorf("%w: %q is not in the input (it has %s)", ErrKeep, k, dataset.FieldNames(schema))
 		}
 	}
 	read = slices.Clone(f.Keep)

@@ -93,8 +93,9 @@ func (s *session) Predict(_ context.Context, b device.Batch) (arrow.RecordBatch,
 	if !s.m.AllowNonFinite {
 		if i := finite.Index32(x[:live*s.m.InputSize()]); i >= 0 {
 			row := i / s.m.InputSize()
+			j := i % s.m.InputSize()
 			return nil, &device.RowError{Row: int64(row), Column: s.m.feature(),
-				Err: fmt.Errorf("%w: value %d is %v", ErrNonFinite, i%s.m.InputSize(), x[i])}
+				Err: &device.ValueError{Index: j, Err: fmt.Errorf("%w: value %d is %v", ErrNonFinite, j, x[i])}}
 		}
 	}
 	return s.forward(x, live, rows), nil
