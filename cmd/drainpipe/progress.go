@@ -23,7 +23,22 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, verb string) *progress {
-	return &progress{w: w, verb: verb, start: time.Now(), last: time.Now()}
+	p := &progress{w: w, verb: verb, start: time.Now(), last: time.Now()}
+	if isTerminal(w) {
+		// Made now, not at the first batch: its rate counts from the
+		// job's start (a bar made at the first batch showed that batch's
+		// rows over a few microseconds, tens of millions of rows/s).
+		p.bar = progressbar.NewOptions64(-1,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(verb),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("rows"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionFullWidth(),
+		)
+	}
+	return p
 }
 
 func isTerminal(w io.Writer) bool {
@@ -33,17 +48,9 @@ func isTerminal(w io.Writer) bool {
 
 func (p *progress) update(done, total int64) {
 	p.done = done
-	if isTerminal(p.w) {
-		if p.bar == nil {
-			p.bar = progressbar.NewOptions64(total,
-				progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetDescription(p.verb),
-				progressbar.OptionShowCount(),
-				progressbar.OptionShowIts(),
-				progressbar.OptionSetItsString("rows"),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionFullWidth(),
-			)
+	if p.bar != nil {
+		if total > 0 && p.bar.GetMax64() != total {
+			p.bar.ChangeMax64(total)
 		}
 		p.bar.Set64(done)
 		return
