@@ -27,7 +27,11 @@ func noArgs(listFlag string) cobra.PositionalArgs {
 			return nil
 		}
 		msg := fmt.Sprintf("%s: unexpected argument %q", c.Name(), args[0])
-		if listFlag != "" {
+		switch listFlag {
+		case "":
+		case "--model":
+			msg += " (one model a --model: repeat it, --model a=a.dpmlp --model b=b.onnx)"
+		default:
 			msg += fmt.Sprintf(" (an unquoted glob the shell expanded? quote it, %s 'data-*.parquet', or repeat %s)", listFlag, listFlag)
 		}
 		return usageError(fmt.Errorf("%s", msg))

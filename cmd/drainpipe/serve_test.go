@@ -215,6 +215,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--model", model, "--model", "b=" + model, "--name", "x"}, "--name names the one model served"},
 		{[]string{"--model", model, "--http", "", "--grpc", ""}, "nothing to listen on"},
 		{[]string{"--model", model, "--model-repository", dir}, "--model and --model-repository together"},
+		{[]string{"--model", model, filepath.Join(dir, "other.dpmlp")}, "one model a --model: repeat it"},
 		{[]string{"--model", model, "--model", model, "--http", "127.0.0.1:0", "--grpc", ""}, `model "model" given twice`},
 		{[]string{"--model", filepath.Join(dir, "missing.dpmlp")}, "missing.dpmlp"},
 		{[]string{"--model", model, "--batch-sizes", "4,x"}, `"x" is not a number`},
