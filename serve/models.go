@@ -18,7 +18,9 @@ func (s *Server) startModels(ctx context.Context) error {
 		}
 	}
 	if s.repo != nil {
-		return s.repo.syncAll(ctx, false)
+		if err := s.repo.syncAll(ctx, false); err != nil && s.cfg.exitOnError {
+			return fmt.Errorf("serve: model repository: %w", err)
+		}
 	}
 	return nil
 }

@@ -347,6 +347,7 @@ func (r *repository) syncAll(ctx context.Context, polled bool) error {
 			names = append(names, name) // gone from the folder
 		}
 	}
+	var errs []error
 	for _, name := range names {
 		if r.s.served[name] {
 			r.s.cfg.logger.Error("model repository: a model of this name is served already; its folder is passed over", "model", name)
@@ -354,9 +355,37 @@ func (r *repository) syncAll(ctx context.Context, polled bool) error {
 		}
 		if err := r.syncModel(ctx, name, polled); err != nil {
 			r.s.cfg.logger.Error("model repository: loading failed", "model", name, "error", err)
+			errs = append(errs, fmt.Errorf("model %s: %w", name, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// stillChanging is the index's reason for a file not yet loaded because
+// the previous poll found it otherwise: not a failure.
+const stillChanging = "the file is still changing: it loads once two polls find it the same"
+
+// hasFailed reports a model whose last load failed.
+func (r *repository) hasFailed(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.failed[name]) > 0
+}
+
+// unserved returns a model of the repository that failed to load and
+// serves no version, if there is one: the server is not ready while it is
+// (Triton's strict readiness).
+func (r *repository) unserved() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, failed := range r.failed {
+		for _, reason := range failed {
+			if reason != stillChanging && !r.unloaded[name] && len(r.s.reg.versions(name)) == 0 {
+				return name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // syncModel brings one model to what its folder holds: versions the
@@ -388,7 +417,7 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 			continue
 		}
 		if polled && seen[v] != file {
-			failed[v] = "the file is still changing: it loads once two polls find it the same"
+			failed[v] = stillChanging
 			continue
 		}
 		if r.failedFile[name][v] == file {

@@ -117,6 +117,17 @@ func TestRepositoryExplicit(t *testing.T) {
 	if got := index(); !strings.Contains(got, "broken 1 UNAVAILABLE version 1:") && !strings.Contains(got, "broken 1 UNAVAILABLE") {
 		t.Fatalf("index with a broken model: %s", got)
 	}
+	// Strict readiness: a model that should be served and serves nothing
+	// makes the server unready, until it is unloaded.
+	if code, _ := r.do(t, "GET", "/v2/health/ready", nil, nil); code != 503 {
+		t.Fatalf("readiness with a model serving nothing: %d", code)
+	}
+	if code, body := r.do(t, "POST", "/v2/repository/models/broken/unload", nil, nil); code != 200 {
+		t.Fatalf("unload broken: %d %s", code, body)
+	}
+	if code, _ := r.do(t, "GET", "/v2/health/ready", nil, nil); code != 200 {
+		t.Fatalf("readiness once the broken model is unloaded: %d", code)
+	}
 	// The repository extension over gRPC, Triton's methods.
 	idx, err := r.grpc.RepositoryIndex(t.Context(), &pb.RepositoryIndexRequest{Ready: true})
 	if err != nil || len(idx.GetModels()) != 2 || idx.GetModels()[0].GetState() != "READY" {
@@ -255,4 +266,34 @@ func (c sharedCounts) Start(ctx context.Context, cfg device.SessionConfig) (devi
 	c.total.starts.Add(1)
 	c.total.live.Add(1)
 	return &countedSession{Session: s, c: c.total}, nil
+}
+
+// A repository model that fails to load at start fails Run (Triton's
+// --exit-on-error); with WithExitOnError(false) the server starts, serves
+// the others, and is not ready while the broken one serves nothing.
+func TestRepositoryExitOnError(t *testing.T) {
+	tr := newTestRepository(t)
+	tr.put(t, "good", "1", "11")
+	tr.put(t, "broken", "1", "not a seed")
+	srv, err := New(nil, WithRepository(tr.repository(t, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "model broken") {
+		t.Fatalf("Run with a model that does not load: %v", err)
+	}
+	r := serveTest(t, nil, WithRepository(tr.repository(t, 0)), WithExitOnError(false))
+	if code, _ := r.do(t, "POST", "/v2/models/good/infer", inferBody(rows(0, 1), false, nil), nil); code != 200 {
+		t.Fatalf("the good model: %d", code)
+	}
+	if code, _ := r.do(t, "GET", "/v2/health/ready", nil, nil); code != 503 {
+		t.Fatalf("readiness with a broken model: %d", code)
+	}
+	tr.put(t, "broken", "1", "22")
+	if code, body := r.do(t, "POST", "/v2/repository/models/broken/load", nil, nil); code != 200 {
+		t.Fatalf("load the mended model: %d %s", code, body)
+	}
+	if code, _ := r.do(t, "GET", "/v2/health/ready", nil, nil); code != 200 {
+		t.Fatalf("readiness once every model serves: %d", code)
+	}
 }

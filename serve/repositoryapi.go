@@ -42,10 +42,10 @@ func (s *Server) repositoryLoad(ctx context.Context, name string) error {
 // repositoryUnload unloads every version of a model of the repository.
 func (s *Server) repositoryUnload(name string) error {
 	return s.repositoryChange(name, func() error {
-		if !s.reg.has(name) {
+		if !s.reg.has(name) && !s.repo.hasFailed(name) {
 			return &Error{Code: CodeNotFound, Err: fmt.Errorf("model %q is not loaded", name)}
 		}
-		s.repo.unloadModel(name)
+		s.repo.unloadModel(name) // a model that failed to load too: it is no longer wanted
 		return nil
 	})
 }
@@ -60,7 +60,7 @@ func (s *Server) repositoryChange(name string, change func() error) error {
 		return invalid(fmt.Errorf("%q is not a model's folder name", name))
 	case s.repo.Poll > 0:
 		return invalid(fmt.Errorf("the model repository is polled every %s: its folder decides what loads", s.repo.Poll))
-	case !s.isReady():
+	case !s.isServing():
 		return &Error{Code: CodeUnavailable, Err: errors.New("the server is starting or draining")}
 	case s.served[name]:
 		return invalid(fmt.Errorf("model %q is served from its spec, not from the repository", name))

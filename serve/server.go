@@ -66,6 +66,7 @@ type config struct {
 	drainTimeout  time.Duration
 	drainGrace    time.Duration
 	maxConns      int
+	exitOnError   bool
 }
 
 // Option configures a Server.
@@ -90,6 +91,11 @@ func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = 
 
 // WithDrainTimeout bounds a graceful shutdown. The default is 30s.
 func WithDrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }
+
+// WithExitOnError sets whether a repository model that fails to load at
+// start fails Run (Triton's --exit-on-error, true by default); false
+// serves the others, and lists the failure in the index.
+func WithExitOnError(on bool) Option { return func(c *config) { c.exitOnError = on } }
 
 // WithMaxConnections bounds the connections each listener holds open at
 // once; one more waits (in the kernel's backlog) until one closes. The
@@ -123,7 +129,7 @@ func WithServerVersion(name, version string) Option {
 // New returns a server for the models. Nothing starts until Run.
 func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 	cfg := config{name: "drainpipe", version: "devel", logger: slog.New(slog.DiscardHandler), maxBody: 64 << 20,
-		bodyTimeout: 30 * time.Second, drainTimeout: 30 * time.Second}
+		bodyTimeout: 30 * time.Second, drainTimeout: 30 * time.Second, exitOnError: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -168,14 +174,27 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 // warm-up row.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// isReady reports readiness: every model started and not draining.
-func (s *Server) isReady() bool {
+// isServing reports a server started and not draining.
+func (s *Server) isServing() bool {
 	select {
 	case <-s.ready:
 		return !s.draining.Load()
 	default:
 		return false
 	}
+}
+
+// isReady reports readiness: every model started and not draining.
+func (s *Server) isReady() bool {
+	if !s.isServing() {
+		return false
+	}
+	if s.repo != nil {
+		if _, unserved := s.repo.unserved(); unserved {
+			return false // strict: a model that should be served is not
+		}
+	}
+	return true
 }
 
 // grpcWorkers is how many goroutines gRPC keeps to run requests on. An

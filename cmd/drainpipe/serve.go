@@ -86,6 +86,7 @@ func serveCommand() *cobra.Command {
 	drainTimeout := fs.Duration("drain-timeout", 30*time.Second, "the longest a graceful shutdown waits for requests taken")
 	drainGrace := fs.Duration("drain-grace", 0, "on SIGTERM, go on serving this long with readiness 503 (and gRPC health NOT_SERVING), so load balancers take the server out first; set it to the readiness probe's period times its failure threshold")
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "the longest a REST request's body may take to arrive (408 after)")
+	exitOnError := fs.Bool("exit-on-error", true, "exit at start if a repository model fails to load (false: serve the others; readiness stays 503 while a model serves nothing)")
 	maxConns := fs.Int("max-connections", 0, "connections each listener holds open at once (0: 4096, or a third of the file descriptor limit if less)")
 	tlsCert := fs.String("tls-cert", "", "serve both listeners over TLS with this certificate (PEM; with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
@@ -167,7 +168,7 @@ func serveCommand() *cobra.Command {
 			specs = append(specs, sp)
 		}
 		opts := []serve.Option{serve.WithLogger(logger), serve.WithAccessLog(*accessLog), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
-			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxConnections(*maxConns), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithServerVersion("drainpipe", buildVersion())}
+			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxConnections(*maxConns), serve.WithExitOnError(*exitOnError), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithServerVersion("drainpipe", buildVersion())}
 		if tlsConfig != nil {
 			opts = append(opts, serve.WithTLS(tlsConfig))
 		}
