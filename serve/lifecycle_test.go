@@ -358,8 +358,16 @@ func TestHealthWatchEndsWithTheDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := watch.Recv(); err != nil || st.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("first status: %v, %v", st, err)
+	// Ready closes just before the health turns SERVING: the first
+	// status may still be NOT_SERVING, the next is SERVING.
+	for {
+		st, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("watching for SERVING: %v", err)
+		}
+		if st.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
 	}
 	began := time.Now()
 	if err := r.shutdown(); err != nil {
