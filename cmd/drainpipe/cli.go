@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -138,6 +139,13 @@ func (f *inputFlags) options() ([]fileset.Option, fileset.Shard, error) {
 	}
 	if f.readRows < 1 {
 		return nil, shard, usageError(fmt.Errorf("--read-rows %d: want 1 or more", f.readRows))
+	}
+	for _, pat := range f.features {
+		// --features f* unquoted: the shell hands over the folder's
+		// files that match, fitted.dpmlp say, as column patterns.
+		if st, err := os.Stat(pat); err == nil && st.Mode().IsRegular() && filepath.Ext(pat) != "" && !strings.ContainsAny(pat, "*?[") {
+			return nil, shard, usageError(fmt.Errorf("--features %s is a file of this folder: an unquoted glob the shell expanded? quote it, --features 'f*'", pat))
+		}
 	}
 	return []fileset.Option{fileset.WithShard(shard), fileset.WithReadRows(f.readRows), fileset.WithCSVSample(f.csvSample),
 		fileset.WithMaxMemory(int64(f.maxMemory))}, shard, nil

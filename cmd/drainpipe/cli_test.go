@@ -432,3 +432,15 @@ func TestRootCommand(t *testing.T) {
 		t.Fatalf("a misspelt command: %q", stderr)
 	}
 }
+
+// An unquoted --features f* the shell expanded into a file name of the
+// folder is named as such, not looked for as a column.
+func TestFeaturesExpandedByTheShell(t *testing.T) {
+	dir := fixture(t, 10, 8, 4)
+	// The tests run in this package's folder, which holds main.go.
+	_, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", filepath.Join(dir, "in-*.parquet"),
+		"--output", filepath.Join(dir, "o.parquet"), "--features", "main.go", "--quiet")
+	if err == nil || !strings.Contains(stderr, "--features main.go is a file of this folder: an unquoted glob the shell expanded?") {
+		t.Fatalf("--features main.go: %v %q", err, stderr)
+	}
+}
