@@ -86,23 +86,8 @@ func Gather(ds *Dataset, mem memory.Allocator, name string, columns ...string) (
 	md := in.Metadata()
 	out := arrow.NewSchema(fields, &md)
 
-	return New(out, func(yield func(arrow.RecordBatch, error) bool) {
-		row := int64(0)
-		for rec, err := range ds.Records() {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			g, err := gatherRecord(mem, rec, out, keep, idx, columns, row)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yieldOwned(yield, g) {
-				return
-			}
-			row += rec.NumRows()
-		}
+	return Map(ds, out, func(rec arrow.RecordBatch, first int64) (arrow.RecordBatch, error) {
+		return gatherRecord(mem, rec, out, keep, idx, columns, first)
 	}), nil
 }
 

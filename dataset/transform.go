@@ -66,22 +66,12 @@ func AsTensor(ds *Dataset, name string, width int) (*Dataset, error) {
 // fixed_size_list of width, checking that a model can read each row: a
 // null row or value is an error naming its dataset row.
 func checkedTensor(ds *Dataset, name string, col, width int) *Dataset {
-	return New(ds.Schema(), func(yield func(arrow.RecordBatch, error) bool) {
-		row := int64(0)
-		for rec, err := range ds.Records() {
-			if err == nil {
-				_, err = tensor.Float32(rec.Column(col), width)
-				err = rowErrorIf(name, row, err)
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(rec, nil) {
-				return
-			}
-			row += rec.NumRows()
+	return Map(ds, ds.Schema(), func(rec arrow.RecordBatch, first int64) (arrow.RecordBatch, error) {
+		_, err := tensor.Float32(rec.Column(col), width)
+		if err := rowErrorIf(name, first, err); err != nil {
+			return nil, err
 		}
+		return rec, nil
 	})
 }
 

@@ -219,34 +219,15 @@ func (a *aside) writeRows(path string, store *storage.Opener, overwrite bool, ro
 // gathered column, a CSV value that did not parse. It passes the other
 // rows on, in order.
 func (c *Config) screen(ds *dataset.Dataset, a *aside, gathered []string) *dataset.Dataset {
-	schema := ds.Schema()
-	return dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range ds.Records() {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			bad := c.badRows(rec, a, gathered)
-			if len(bad) == 0 {
-				if !yield(rec, nil) {
-					return
-				}
-				continue
-			}
-			for _, b := range bad {
-				a.add(rec, b.row, b.column, b.reason)
-			}
-			kept, err := dropRows(a.mem, rec, bad)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			ok := yield(kept, nil)
-			kept.Release()
-			if !ok {
-				return
-			}
+	return dataset.Map(ds, ds.Schema(), func(rec arrow.RecordBatch, _ int64) (arrow.RecordBatch, error) {
+		bad := c.badRows(rec, a, gathered)
+		if len(bad) == 0 {
+			return rec, nil
 		}
+		for _, b := range bad {
+			a.add(rec, b.row, b.column, b.reason)
+		}
+		return dropRows(a.mem, rec, bad)
 	})
 }
 

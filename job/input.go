@@ -24,30 +24,20 @@ func (c *Config) counted(ds *dataset.Dataset, skip int64) *countedInput {
 	in := &countedInput{}
 	fields := append(ds.Schema().Fields(), arrow.Field{Name: rowColumn, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
-	in.ds = dataset.New(schema, func(yield func(arrow.RecordBatch, error) bool) {
-		in.rows = 0
-		i := 0
-		for rec, err := range ds.Records() {
-			if err == nil {
-				err = c.fail("read", i)
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			first := in.rows
-			in.rows += rec.NumRows()
-			i++
-			if in.rows <= skip {
-				continue
-			}
-			numbered := withRows(c.Allocator, schema, rec, first, max(skip-first, 0))
-			ok := yield(numbered, nil)
-			numbered.Release()
-			if !ok {
-				return
-			}
+	i := 0 // records read, for the tests' failures
+	in.ds = dataset.Map(ds, schema, func(rec arrow.RecordBatch, first int64) (arrow.RecordBatch, error) {
+		if first == 0 {
+			i = 0 // read again from the start
 		}
+		if err := c.fail("read", i); err != nil {
+			return nil, err
+		}
+		i++
+		in.rows = first + rec.NumRows()
+		if in.rows <= skip {
+			return nil, nil
+		}
+		return withRows(c.Allocator, schema, rec, first, max(skip-first, 0)), nil
 	})
 	return in
 }
