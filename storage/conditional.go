@@ -91,21 +91,9 @@ func (o *Opener) ReplaceFile(ctx context.Context, name string, data []byte, v Ve
 		return err
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", BeforeWrite: func(as func(any) bool) error {
-		var s3in *transfermanager.UploadObjectInput
-		var gcs **gcstorage.ObjectHandle
-		var az *blockblob.UploadStreamOptions
-		switch {
-		case as(&s3in):
-			s3in.IfMatch = aws.String(v.ETag)
-		case as(&gcs):
-			*gcs = (*gcs).If(gcstorage.Conditions{GenerationMatch: v.Generation})
-		case as(&az):
-			etag := azcore.ETag(v.ETag)
-			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
-		default:
-			return errors.New("this store has no conditional write")
-		}
-		return nil
+		return onVersion(as, v, "write",
+			func(in *transfermanager.UploadObjectInput) **string { return &in.IfMatch },
+			func(o *blockblob.UploadStreamOptions) **azblob.AccessConditions { return &o.AccessConditions })
 	}}
 	if err := b.Upload(ctx, ob.key, bytes.NewReader(data), opts); err != nil {
 		return conditionError(name, err)
@@ -124,24 +112,35 @@ func (o *Opener) RemoveVersion(ctx context.Context, name string, v Version) erro
 		return err
 	}
 	opts := &blob.DeleteOptions{BeforeDelete: func(as func(any) bool) error {
-		var s3in *s3.DeleteObjectInput
-		var gcs **gcstorage.ObjectHandle
-		var az *azblob.DeleteOptions
-		switch {
-		case as(&s3in):
-			s3in.IfMatch = aws.String(v.ETag)
-		case as(&gcs):
-			*gcs = (*gcs).If(gcstorage.Conditions{GenerationMatch: v.Generation})
-		case as(&az):
-			etag := azcore.ETag(v.ETag)
-			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
-		default:
-			return errors.New("this store has no conditional delete")
-		}
-		return nil
+		return onVersion(as, v, "delete",
+			func(in *s3.DeleteObjectInput) **string { return &in.IfMatch },
+			func(o *azblob.DeleteOptions) **azblob.AccessConditions { return &o.AccessConditions })
 	}}
 	if err := b.DeleteWithOptions(ctx, ob.key, opts); err != nil {
 		return conditionError(name, err)
+	}
+	return nil
+}
+
+// onVersion makes a request conditional on version v through a driver's
+// As hook: S3's If-Match on the request S (whose field s3IfMatch gives),
+// GCS's generation match, Azure's If-Match in the options A (whose access
+// conditions azConds gives). what names the request in the error of a
+// store with none of these.
+func onVersion[S, A any](as func(any) bool, v Version, what string, s3IfMatch func(*S) **string, azConds func(*A) **azblob.AccessConditions) error {
+	var s3in *S
+	var gcs **gcstorage.ObjectHandle
+	var az *A
+	switch {
+	case as(&s3in):
+		*s3IfMatch(s3in) = aws.String(v.ETag)
+	case as(&gcs):
+		*gcs = (*gcs).If(gcstorage.Conditions{GenerationMatch: v.Generation})
+	case as(&az):
+		etag := azcore.ETag(v.ETag)
+		*azConds(az) = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
+	default:
+		return fmt.Errorf("this store has no conditional %s", what)
 	}
 	return nil
 }
