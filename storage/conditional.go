@@ -3,21 +3,11 @@ package storage
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	gcstorage "cloud.google.com/go/storage"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	azblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -91,9 +81,7 @@ func (o *Opener) ReplaceFile(ctx context.Context, name string, data []byte, v Ve
 		return err
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", BeforeWrite: func(as func(any) bool) error {
-		return onVersion(as, v, "write",
-			func(in *transfermanager.UploadObjectInput) **string { return &in.IfMatch },
-			func(o *blockblob.UploadStreamOptions) **azblob.AccessConditions { return &o.AccessConditions })
+		return onVersion(as, v, "write")
 	}}
 	if err := b.Upload(ctx, ob.key, bytes.NewReader(data), opts); err != nil {
 		return conditionError(name, err)
@@ -112,35 +100,10 @@ func (o *Opener) RemoveVersion(ctx context.Context, name string, v Version) erro
 		return err
 	}
 	opts := &blob.DeleteOptions{BeforeDelete: func(as func(any) bool) error {
-		return onVersion(as, v, "delete",
-			func(in *s3.DeleteObjectInput) **string { return &in.IfMatch },
-			func(o *azblob.DeleteOptions) **azblob.AccessConditions { return &o.AccessConditions })
+		return onVersion(as, v, "delete")
 	}}
 	if err := b.DeleteWithOptions(ctx, ob.key, opts); err != nil {
 		return conditionError(name, err)
-	}
-	return nil
-}
-
-// onVersion makes a request conditional on version v through a driver's
-// As hook: S3's If-Match on the request S (whose field s3IfMatch gives),
-// GCS's generation match, Azure's If-Match in the options A (whose access
-// conditions azConds gives). what names the request in the error of a
-// store with none of these.
-func onVersion[S, A any](as func(any) bool, v Version, what string, s3IfMatch func(*S) **string, azConds func(*A) **azblob.AccessConditions) error {
-	var s3in *S
-	var gcs **gcstorage.ObjectHandle
-	var az *A
-	switch {
-	case as(&s3in):
-		*s3IfMatch(s3in) = aws.String(v.ETag)
-	case as(&gcs):
-		*gcs = (*gcs).If(gcstorage.Conditions{GenerationMatch: v.Generation})
-	case as(&az):
-		etag := azcore.ETag(v.ETag)
-		*azConds(az) = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
-	default:
-		return fmt.Errorf("this store has no conditional %s", what)
 	}
 	return nil
 }
@@ -171,40 +134,21 @@ func (o *Opener) AbortUploads(ctx context.Context, names ...string) (int, error)
 		if err != nil {
 			return aborted, err
 		}
-		var client *s3.Client
-		if !b.As(&client) {
-			continue
-		}
 		folder := IsFolder(name)
-		in := &s3.ListMultipartUploadsInput{Bucket: aws.String(ob.bucket), Prefix: aws.String(ob.key)}
-		for more := true; more; {
-			page, err := client.ListMultipartUploads(ctx, in, quietClient)
-			var api smithy.APIError
-			if errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload" {
-				break // gofakes3's answer for none
-			}
+		keep := func(key string) bool {
+			rest, ok := strings.CutPrefix(key, ob.key)
+			return ok && (folder && !strings.Contains(rest, "/") || !folder && rest == "")
+		}
+		for _, d := range registered() {
+			n, ok, err := d.AbortUploads(ctx, b, ob.bucket, ob.key, keep)
+			aborted += n
 			if err != nil {
 				return aborted, objectError(name, err)
 			}
-			for _, up := range page.Uploads {
-				key := aws.ToString(up.Key)
-				rest, ok := strings.CutPrefix(key, ob.key)
-				if !ok || (!folder && rest != "") || (folder && strings.Contains(rest, "/")) {
-					continue
-				}
-				_, err := client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(ob.bucket), Key: up.Key, UploadId: up.UploadId}, quietClient)
-				var api smithy.APIError
-				if err != nil && !(errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload") {
-					return aborted, objectError(ob.name(key), err)
-				}
-				aborted++
+			if ok {
+				break
 			}
-			more = aws.ToBool(page.IsTruncated)
-			in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
 		}
 	}
 	return aborted, nil
 }
-
-// quietClient keeps the SDK's client from logging to stderr.
-func quietClient(o *s3.Options) { o.Logger = logging.Nop{} }

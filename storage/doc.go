@@ -2,7 +2,17 @@
 // and objects by URL on S3 (s3://), Google Cloud Storage (gs://) and Azure
 // Blob Storage (azblob://) through the Go Cloud Development Kit
 // (gocloud.dev/blob), with the clouds' standard credential chains; and
-// files on web servers (http://, https://), read only. URLs are as
+// files on web servers (http://, https://), read only.
+//
+// Like database/sql, it imports no driver: a program imports those of the
+// stores it reaches, for their side effect (the drainpipe commands import
+// all three), and links no other cloud's SDK:
+//
+//	import _ "github.com/drainpipe/drainpipe/storage/s3driver"    // s3://
+//	import _ "github.com/drainpipe/drainpipe/storage/gcsdriver"   // gs://
+//	import _ "github.com/drainpipe/drainpipe/storage/azuredriver" // azblob://
+//
+// A URL whose driver is not imported is an error naming the package. URLs are as
 // gocloud.dev opens them: an S3-compatible server is named in the query,
 // s3://bucket/key?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1,
 // or by the AWS SDK's AWS_ENDPOINT_URL_S3.

@@ -1,18 +1,12 @@
 package storage
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
 	"gocloud.dev/gcerrors"
-	"gocloud.dev/gcp"
 )
 
 // objectError names the object (its URL without secrets) in err, and says
@@ -23,30 +17,24 @@ func objectError(name string, err error) error {
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrChanged) || errors.Is(err, ErrNoCredentials) {
 		return fmt.Errorf("storage: %s: %w", redact(name), err)
 	}
-	var api smithy.APIError
-	var resp *awshttp.ResponseError
+	// What the SDK says, as its driver reads it: a missing bucket (named,
+	// not the object the request was for: a job's first request is for
+	// its hidden lock), credentials refused whatever the code.
+	if e := driverError(err); e != nil {
+		switch {
+		case errors.Is(e, ErrNotFound):
+			return fmt.Errorf("%w: %s: no such bucket", ErrNotFound, redact(bucketOf(name)))
+		case errors.Is(e, ErrDenied):
+			return fmt.Errorf("storage: %s: %w", redact(name), e)
+		}
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
-		if errors.As(err, &api) && api.ErrorCode() == "NoSuchBucket" {
-			// The bucket, not the object the request was for (a job's
-			// first request is for its hidden lock).
-			return fmt.Errorf("%w: %s: no such bucket", ErrNotFound, redact(bucketOf(name)))
-		}
 		return fmt.Errorf("%w: %s", ErrNotFound, redact(name))
 	case gcerrors.FailedPrecondition:
 		return fmt.Errorf("storage: %s: %w", redact(name), ErrChanged)
 	case gcerrors.PermissionDenied:
 		return fmt.Errorf("storage: %s: %w", redact(name), ErrDenied)
-	}
-	// S3 refuses a wrong secret as SignatureDoesNotMatch (a wrong key id as
-	// InvalidAccessKeyId), which gocloud.dev does not map: a 403 is
-	// credentials refused, whatever its code.
-	if errors.As(err, &resp) && (resp.HTTPStatusCode() == http.StatusForbidden || resp.HTTPStatusCode() == http.StatusUnauthorized) {
-		code := ""
-		if errors.As(err, &api) {
-			code = " (" + api.ErrorCode() + ")"
-		}
-		return fmt.Errorf("storage: %s: %w%s", redact(name), ErrDenied, code)
 	}
 	if msg := err.Error(); strings.Contains(msg, "get credentials") || strings.Contains(msg, "failed to retrieve credentials") {
 		return fmt.Errorf("storage: %s: %w: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where an instance role is", redact(name), ErrNoCredentials)
@@ -98,22 +86,4 @@ func redact(name string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// gcsCredentials checks, before a gs:// bucket is opened, that Google's
-// default credentials are there (or not needed: an emulator, or an
-// anonymous URL). Without them gocloud.dev would print a warning to
-// stdout and fail later on a key it cannot parse.
-func gcsCredentials(ctx context.Context, ob object) error {
-	if ob.scheme != "gs" || os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
-		return nil
-	}
-	if q, _ := url.ParseQuery(ob.query); q.Get("anonymous") == "true" || q.Get("access_id") == "-" {
-		return nil
-	}
-	if _, err := gcp.DefaultCredentials(ctx); err != nil {
-		return fmt.Errorf("storage: %s: %w: set GOOGLE_APPLICATION_CREDENTIALS, run gcloud auth application-default login, or add anonymous=true for a public bucket (%v)",
-			redact(ob.bucketURL()), ErrNoCredentials, err)
-	}
-	return nil
 }

@@ -8,13 +8,6 @@ import (
 	"net/http"
 	"os"
 
-	gcstorage "cloud.google.com/go/storage"
-	azblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -71,47 +64,24 @@ var ErrChanged = errors.New("the object changed while it was read")
 
 // pinned returns the read options that make every request of a read ask
 // for the object as it was pinned: If-Match its ETag on S3 and Azure, its
-// generation on GCS. A file replaced under a running read is then an
-// error (412, FailedPrecondition), never a mix of two versions.
+// generation on GCS (the driver's PinRead). A file replaced under a
+// running read is then an error (412, FailedPrecondition, or a generation
+// gone), never a mix of two versions.
 func (st *objectState) pinned() *blob.ReaderOptions {
+	v := Version{ETag: st.etag, Generation: st.generation}
 	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-		var s3in *s3.GetObjectInput
-		var gcs **gcstorage.ObjectHandle
-		var az *azblob.DownloadStreamOptions
 		quiet(as)
-		switch {
-		case st.etag == "" && st.generation == 0:
-		case as(&s3in):
-			s3in.IfMatch = aws.String(st.etag)
-		case st.generation != 0 && as(&gcs):
-			// That generation, or none: in a bucket without versions a
-			// replaced object's old generation is gone (404).
-			*gcs = (*gcs).Generation(st.generation)
-		case as(&az):
-			etag := azcore.ETag(st.etag)
-			az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblob.ModifiedAccessConditions{IfMatch: &etag}}
+		if v == (Version{}) {
+			return nil
+		}
+		for _, d := range registered() {
+			if d.PinRead(as, v) {
+				break
+			}
 		}
 		return nil
 	}}
 }
-
-// quiet keeps the AWS SDK from logging to stderr: a warning for every
-// whole-object GET whose response carries no checksum (an S3-compatible
-// server's often does not), or for a body cut before its end: a read's
-// result is checked by its length and pinned version, a failure comes
-// back as an error, and a CLI's stderr is its user's.
-func quiet(as func(any) bool) {
-	var s3opts *[]func(*s3.Options)
-	if as(&s3opts) {
-		*s3opts = append(*s3opts, func(o *s3.Options) {
-			o.DisableLogOutputChecksumValidationSkipped = true
-			o.Logger = logging.Nop{}
-		})
-	}
-}
-
-// quietRead is the options of an unpinned read.
-var quietRead = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error { quiet(as); return nil }}
 
 type localFile struct {
 	*os.File
@@ -164,23 +134,6 @@ func (st *objectState) check(r *blob.Reader) error {
 		return fmt.Errorf("%w: the store answered a size of %d bytes for the pinned %d", ErrChanged, r.Size(), st.size)
 	}
 	return nil
-}
-
-// responseVersion is the version of the object a response holds, as far
-// as the driver tells: its ETag on S3 and Azure, its generation on GCS.
-func responseVersion(r *blob.Reader) Version {
-	var s3out s3.GetObjectOutput
-	var gcs *gcstorage.Reader
-	var az azblob.DownloadStreamResponse
-	switch {
-	case r.As(&s3out):
-		return Version{ETag: aws.ToString(s3out.ETag)}
-	case r.As(&gcs):
-		return Version{Generation: gcs.Attrs.Generation}
-	case r.As(&az) && az.ETag != nil:
-		return Version{ETag: string(*az.ETag)}
-	}
-	return Version{}
 }
 
 // retryable reports whether a request that failed with err may succeed

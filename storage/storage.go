@@ -10,11 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	gcstorage "cloud.google.com/go/storage"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob://
-	_ "gocloud.dev/blob/gcsblob"   // gs://
-	_ "gocloud.dev/blob/s3blob"    // s3://
 )
 
 // ErrNotFound reports an object or file that does not exist.
@@ -89,10 +85,7 @@ func (o *Opener) seen(name string, attrs *blob.Attributes) (*objectState, error)
 			o.objects[name] = st
 		}
 		st.expected = false
-		var gcs gcstorage.ObjectAttrs
-		if attrs.As(&gcs) {
-			st.generation = gcs.Generation
-		}
+		st.generation = attributesVersion(attrs).Generation
 	}
 	st.requests.Add(1)
 	if st.etag != attrs.ETag || st.size != attrs.Size {
@@ -165,8 +158,13 @@ func (o *Opener) bucket(ctx context.Context, ob object) (*blob.Bucket, error) {
 	if b := o.buckets[ob.bucketURL()]; b != nil {
 		return b, nil
 	}
-	if err := gcsCredentials(ctx, ob); err != nil {
+	d, err := driverFor(ob.scheme)
+	if err != nil {
 		return nil, err
+	}
+	q, _ := url.ParseQuery(ob.query)
+	if err := d.Credentials(ctx, q); err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", redact(ob.bucketURL()), err)
 	}
 	b, err := blob.OpenBucket(ctx, ob.bucketURL())
 	if err != nil {

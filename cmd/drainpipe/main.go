@@ -29,6 +29,11 @@ import (
 	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/internal/cloudenv"
 	"github.com/spf13/cobra"
+
+	// The object stores the CLI reads and writes (storage imports none).
+	_ "github.com/drainpipe/drainpipe/storage/azuredriver"
+	_ "github.com/drainpipe/drainpipe/storage/gcsdriver"
+	_ "github.com/drainpipe/drainpipe/storage/s3driver"
 )
 
 func main() {

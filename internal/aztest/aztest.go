@@ -16,6 +16,9 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/drainpipe/drainpipe/internal/testbin"
+
+	// azblob:// for the tests that use the emulator.
+	_ "github.com/drainpipe/drainpipe/storage/azuredriver"
 )
 
 // Version is the Azurite release the tests run.

@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"github.com/drainpipe/drainpipe/internal/testbin"
+
+	// gs:// for the tests that use the emulator.
+	_ "github.com/drainpipe/drainpipe/storage/gcsdriver"
 )
 
 // Version is the fake-gcs-server release the tests run.

@@ -24,6 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/drainpipe/drainpipe/internal/testbin"
+
+	// s3:// for the tests that use the server.
+	_ "github.com/drainpipe/drainpipe/storage/s3driver"
 )
 
 // Version is the VersityGW release the tests run.

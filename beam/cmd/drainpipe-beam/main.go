@@ -26,6 +26,11 @@ import (
 	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/internal/cloudenv"
 	"github.com/drainpipe/drainpipe/storage"
+
+	// The object stores the pipeline reads and writes (storage imports none).
+	_ "github.com/drainpipe/drainpipe/storage/azuredriver"
+	_ "github.com/drainpipe/drainpipe/storage/gcsdriver"
+	_ "github.com/drainpipe/drainpipe/storage/s3driver"
 )
 
 func main() {
