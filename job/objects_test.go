@@ -45,6 +45,11 @@ func stores(t *testing.T) []store {
 	return []store{s3Store(s3test.Start(t)), {"gcs", gcs.URL, gcs.Bucket}, {"azure", az.URL, az.Container}}
 }
 
+// proxied is srv's store reached through proxy.
+func proxied(srv *s3test.Server, proxy *s3test.FaultProxy) store {
+	return store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+}
+
 func s3Store(srv *s3test.Server) store {
 	return store{"s3", srv.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
 }
@@ -416,7 +421,7 @@ func TestOutputWriteLostAnswer(t *testing.T) {
 	local, m := setup(t, mem, 300)
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
-	st := store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+	st := proxied(srv, proxy)
 	input := putInputs(t, st, "lost", local)
 	proxy.Lock()
 	proxy.DropAnswers = s3test.FirstAnswer("PUT", "/lost/preds.parquet")
@@ -532,7 +537,7 @@ func TestCancelAgainstAStalledStore(t *testing.T) {
 	local, m := setup(t, mem, 3000)
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
-	st := store{"s3", proxy.URL, func(t testing.TB, name string) { srv.Bucket(t, name) }}
+	st := proxied(srv, proxy)
 	input := putInputs(t, st, "stall", local)
 	for _, c := range []struct {
 		writes bool
