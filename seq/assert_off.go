@@ -1,0 +1,5 @@
+//go:build !assert
+
+package seq
+
+const checkPlans = false

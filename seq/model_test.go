@@ -1,0 +1,322 @@
+package seq_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/seq"
+)
+
+const width = 8
+
+// rows returns n rows of token ids, their lengths drawn from the
+// committed long-tail distribution; row i's ids depend on i.
+func rows(t testing.TB, n int) [][]int64 {
+	t.Helper()
+	f, err := os.Open("testdata/lengths.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var out [][]int64
+	for i := 0; i < n && sc.Scan(); i++ {
+		l, _ := strconv.Atoi(sc.Text())
+		ids := make([]int64, l)
+		for j := range ids {
+			ids[j] = int64((i*31 + j*7) % 1000)
+		}
+		out = append(out, ids)
+	}
+	return out
+}
+
+var tokenSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "key", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+}, nil)
+
+// records makes records of chunk rows; a nil row is a null list.
+func records(mem memory.Allocator, data [][]int64, chunk int) []arrow.RecordBatch {
+	var out []arrow.RecordBatch
+	for start := 0; start < len(data); start += chunk {
+		b := array.NewRecordBuilder(mem, tokenSchema)
+		list := b.Field(1).(*array.ListBuilder)
+		vals := list.ValueBuilder().(*array.Int32Builder)
+		for i := start; i < min(start+chunk, len(data)); i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			if data[i] == nil {
+				list.AppendNull()
+				continue
+			}
+			list.Append(true)
+			for _, id := range data[i] {
+				vals.Append(int32(id))
+			}
+		}
+		out = append(out, b.NewRecordBatch())
+		b.Release()
+	}
+	return out
+}
+
+type result struct {
+	keys                  []int64
+	pooled, sentence, lgt [][]float32
+	labels                []int64
+}
+
+// run predicts data with the model in windows of window rows.
+func run(t *testing.T, mem memory.Allocator, m *seq.Model, data [][]int64, window int, opts ...predict.Option) (result, error) {
+	t.Helper()
+	recs := records(mem, data, 1000)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	p, err := predict.New(m, append([]predict.Option{predict.WithBatchSize(window), predict.WithAllocator(mem), predict.WithPassthrough("key")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	var failed error
+	for r := range p.Predict(context.Background(), dataset.FromRecords(tokenSchema, recs...)) {
+		if r.Err != nil {
+			failed = r.Err
+			continue
+		}
+		rec := r.Record
+		res.keys = append(res.keys, rec.Column(0).(*array.Int64).Int64Values()...)
+		vectors := func(name string) [][]float32 {
+			col := rec.Column(rec.Schema().FieldIndices(name)[0]).(*array.FixedSizeList)
+			w := int(col.DataType().(*arrow.FixedSizeListType).Len())
+			vals := col.ListValues().(*array.Float32).Float32Values()
+			var out [][]float32
+			for i := range col.Len() {
+				out = append(out, append([]float32(nil), vals[i*w:(i+1)*w]...))
+			}
+			return out
+		}
+		res.pooled = append(res.pooled, vectors("embedding")...)
+		res.sentence = append(res.sentence, vectors("sentence_embedding")...)
+		res.lgt = append(res.lgt, vectors("logits")...)
+		res.labels = append(res.labels, rec.Column(rec.Schema().FieldIndices("label")[0]).(*array.Int64).Int64Values()...)
+		rec.Release()
+	}
+	return res, failed
+}
+
+func near(a, b []float32, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > tol || math.IsNaN(float64(a[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestWindowsMatchRowsAlone runs the long-tail rows under windows,
+// buckets, budgets, replicas and session groups: one output row per input
+// row, in order, each within 1e-6 of the row run alone, unpadded.
+func TestWindowsMatchRowsAlone(t *testing.T) {
+	data := rows(t, 1500)
+	data[3] = []int64{} // an empty list is a valid row
+	const maxLen = 512
+	planners := map[string]seq.Planner{
+		"default buckets": {Buckets: seq.DefaultBuckets(maxLen)},
+		"no buckets":      {MaxLength: maxLen},
+		"small budget":    {Buckets: []int{16, 64, 512}, MaxTokens: 256},
+		"fixed sizes":     {Buckets: seq.DefaultBuckets(maxLen), BatchSizes: []int{4, 16}, MaxTokens: 4096},
+	}
+	for name, pl := range planners {
+		for _, cfg := range []struct{ window, replicas, groups int }{{4096, 1, 1}, {64, 1, 1}, {7, 1, 1}, {256, 2, 1}, {128, 1, 2}} {
+			t.Run(fmt.Sprintf("%s/w%d/r%d/g%d", name, cfg.window, cfg.replicas, cfg.groups), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				eng := &seqtest.Engine{Width: width}
+				var declared []seq.Shape
+				eng.Shapes = func(s []seq.Shape) { declared = s }
+				m, err := seq.New(eng, seq.WithPlanner(pl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := run(t, mem, m, data, cfg.window, predict.WithReplicas(cfg.replicas), predict.WithGroups(cfg.groups))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.keys) != len(data) {
+					t.Fatalf("%d rows out, %d in", len(res.keys), len(data))
+				}
+				truncated := 0
+				for i, k := range res.keys {
+					if k != int64(i) {
+						t.Fatalf("row %d has key %d", i, k)
+					}
+					ids := data[i]
+					if len(ids) > maxLen {
+						ids, truncated = ids[:maxLen], truncated+1
+					}
+					pooled, sentence, logits := seqtest.Reference(width, ids)
+					if !near(res.pooled[i], pooled, 1e-6) || !near(res.sentence[i], sentence, 1e-6) || !near(res.lgt[i], logits, 1e-6) {
+						t.Fatalf("row %d (%d tokens): embedding %v, alone %v", i, len(ids), res.pooled[i], pooled)
+					}
+				}
+				st := m.Stats()
+				if st.Rows != int64(len(data)) || st.Truncated != int64(truncated) {
+					t.Errorf("stats: %d rows, %d truncated; want %d, %d", st.Rows, st.Truncated, len(data), truncated)
+				}
+				full := m.Planner()
+				// A row over the budget alone runs alone (or in the fewest rows
+				// a sub-batch has).
+				fewest := 1
+				if len(full.BatchSizes) > 0 {
+					fewest = full.BatchSizes[0]
+				}
+				limit := max(full.MaxTokens, maxLen*fewest)
+				if peak := eng.Peak.Load(); peak > int64(limit) {
+					t.Errorf("peak sub-batch of %d token slots, budget %d", peak, full.MaxTokens)
+				}
+				if pl.Buckets != nil && len(declared) == 0 {
+					t.Error("the engine was told no shapes")
+				}
+				for sh := range st.Shapes {
+					if pl.Buckets != nil && !contains(declared, sh) {
+						t.Errorf("ran %s, not declared", sh)
+					}
+				}
+				if got, want := eng.Started.Load(), eng.Down.Load(); got != want || got == 0 {
+					t.Errorf("%d sessions started, %d shut down", got, want)
+				}
+				t.Logf("padding waste %.3f over %d sub-batches, %d shapes", st.PaddingWaste(), st.SubBatches, len(st.Shapes))
+			})
+		}
+	}
+}
+
+func contains(s []seq.Shape, x seq.Shape) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBadRowsAreSetAside: a null list, a negative id and an id past the
+// vocabulary are each one set-aside row naming it; the others are
+// predicted, in order.
+func TestBadRowsAreSetAside(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 200)
+	data[5] = nil
+	data[17] = []int64{101, -4, 102}
+	data[40] = []int64{101, 999999, 102}
+	m, err := seq.New(&seqtest.Engine{Width: width, Vocab: 1000}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aside []error
+	var asideKeys []int64
+	res, err := run(t, mem, m, data, 64, predict.WithSetAside(func(row arrow.RecordBatch, err error) {
+		aside = append(aside, err)
+		asideKeys = append(asideKeys, row.Column(0).(*array.Int64).Value(0))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.keys) != len(data)-3 || len(aside) != 3 {
+		t.Fatalf("%d rows predicted, %d set aside, of %d", len(res.keys), len(aside), len(data))
+	}
+	if asideKeys[0] != 5 || asideKeys[1] != 17 || asideKeys[2] != 40 {
+		t.Fatalf("set aside %v, want rows 5, 17, 40", asideKeys)
+	}
+	if !errors.Is(aside[0], seq.ErrNullRow) || !errors.Is(aside[1], seq.ErrBadToken) || !errors.Is(aside[2], seqtest.ErrVocab) {
+		t.Fatalf("reasons: %v", aside)
+	}
+	var re *device.RowError
+	if !errors.As(aside[0], &re) || re.Column != "input_ids" {
+		t.Fatalf("the null row's error names no column: %v", aside[0])
+	}
+}
+
+// TestNullRowFailsWithoutSetAside: without set-aside the first bad row
+// ends the run with an error naming its row and column.
+func TestNullRowFailsWithoutSetAside(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 100)
+	data[70] = nil
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithPlanner(seq.Planner{MaxLength: 512}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, mem, m, data, 32)
+	var re *device.RowError
+	if !errors.As(err, &re) || re.Row != 70 || !errors.Is(err, seq.ErrNullRow) {
+		t.Fatalf("err = %v, want row 70's null list", err)
+	}
+}
+
+// TestRefuseLong sets a row longer than the longest bucket aside instead
+// of truncating it.
+func TestRefuseLong(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 50)
+	data[9] = make([]int64, 100000)
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithPlanner(seq.Planner{Buckets: []int{64, 128}}), seq.WithRefuseLong())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aside []int64
+	res, err := run(t, mem, m, data, 16, predict.WithSetAside(func(row arrow.RecordBatch, err error) {
+		if !errors.Is(err, seq.ErrTooLong) {
+			t.Errorf("set aside for %v", err)
+		}
+		aside = append(aside, row.Column(0).(*array.Int64).Value(0))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := 0
+	for _, d := range data {
+		if len(d) > 128 {
+			long++
+		}
+	}
+	if len(aside) != long || len(res.keys) != len(data)-long {
+		t.Fatalf("%d set aside (%v), %d predicted; %d rows are too long", len(aside), aside, len(res.keys), long)
+	}
+}
+
+// TestNotATokenColumn refuses a float column given as tokens at start.
+func TestNotATokenColumn(t *testing.T) {
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithPlanner(seq.Planner{MaxLength: 64}), seq.WithTokens("features"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "features", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32)}}, nil)
+	_, err = m.Start(context.Background(), device.SessionConfig{BatchSize: 8, Schema: schema})
+	if !errors.Is(err, seq.ErrTokens) {
+		t.Fatalf("err = %v, want ErrTokens", err)
+	}
+}

@@ -1,0 +1,111 @@
+package seq
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+var (
+	// ErrTokens reports a token column of a type that holds no token ids.
+	ErrTokens = errors.New("seq: not a token column")
+	// ErrNullRow reports a null token row: a row error, set aside where
+	// the runner sets rows aside.
+	ErrNullRow = errors.New("null token list")
+	// ErrBadToken reports a negative token id.
+	ErrBadToken = errors.New("negative token id")
+	// ErrTooLong reports a row longer than the longest sequence, where
+	// rows are not truncated.
+	ErrTooLong = errors.New("row longer than the longest sequence")
+)
+
+// CheckTokenType reports whether a column type can hold token ids:
+// list, large_list or fixed_size_list of int32 or int64.
+func CheckTokenType(dt arrow.DataType) error {
+	var elem arrow.DataType
+	switch t := dt.(type) {
+	case *arrow.ListType:
+		elem = t.Elem()
+	case *arrow.LargeListType:
+		elem = t.Elem()
+	case *arrow.FixedSizeListType:
+		elem = t.Elem()
+	default:
+		return fmt.Errorf("%w: type %s, want a list of int32 or int64", ErrTokens, dt)
+	}
+	switch elem.ID() {
+	case arrow.INT32, arrow.INT64:
+		return nil
+	}
+	return fmt.Errorf("%w: type %s: its values are %s, want int32 or int64", ErrTokens, dt, elem)
+}
+
+// tokenRows reads the rows of a token column without copying them.
+type tokenRows struct {
+	list   array.ListLike
+	int32s []int32
+	int64s []int64
+}
+
+func newTokenRows(col arrow.Array) (*tokenRows, error) {
+	if err := CheckTokenType(col.DataType()); err != nil {
+		return nil, err
+	}
+	list := col.(array.ListLike)
+	t := &tokenRows{list: list}
+	switch v := list.ListValues().(type) {
+	case *array.Int32:
+		t.int32s = v.Int32Values()
+	case *array.Int64:
+		t.int64s = v.Int64Values()
+	}
+	if list.ListValues().NullN() > 0 {
+		// Checked per row where it matters: a null id is a row error.
+		t.int32s, t.int64s = nil, nil
+	}
+	return t, nil
+}
+
+// length returns row i's token count; a null row is ErrNullRow.
+func (t *tokenRows) length(i int) (int, error) {
+	if t.list.IsNull(i) {
+		return 0, ErrNullRow
+	}
+	start, end := t.list.ValueOffsets(i)
+	return int(end - start), nil
+}
+
+// copyRow writes the first len(dst) ids of row i into dst.
+func (t *tokenRows) copyRow(i int, dst []int64) error {
+	start, _ := t.list.ValueOffsets(i)
+	switch {
+	case t.int64s != nil:
+		copy(dst, t.int64s[start:])
+	case t.int32s != nil:
+		for j, v := range t.int32s[start : int(start)+len(dst)] {
+			dst[j] = int64(v)
+		}
+	default:
+		vals := t.list.ListValues()
+		for j := range dst {
+			k := int(start) + j
+			if vals.IsNull(k) {
+				return fmt.Errorf("token %d is null", j)
+			}
+			switch v := vals.(type) {
+			case *array.Int32:
+				dst[j] = int64(v.Value(k))
+			case *array.Int64:
+				dst[j] = v.Value(k)
+			}
+		}
+	}
+	for j, id := range dst {
+		if id < 0 {
+			return fmt.Errorf("%w: token %d is %d", ErrBadToken, j, id)
+		}
+	}
+	return nil
+}
