@@ -215,9 +215,9 @@ func (a *aside) writeRows(path string, store *storage.Opener, overwrite bool, ro
 }
 
 // screen sets aside, before batching, the rows whose features cannot be
-// predicted: a null or ragged tensor row, a null value in it, a null in a
-// gathered column, a CSV value that did not parse. It passes the other
-// rows on, in order.
+// predicted: a null or ragged tensor row, a null value in it, a null token
+// list, a null in a gathered column, a CSV value that did not parse. It
+// passes the other rows on, in order.
 func (c *Config) screen(ds *dataset.Dataset, a *aside, gathered []string) *dataset.Dataset {
 	return dataset.Map(ds, ds.Schema(), func(rec arrow.RecordBatch, _ int64) (arrow.RecordBatch, error) {
 		bad := c.badRows(rec, a, gathered)
@@ -268,6 +268,18 @@ func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []b
 			for i := 0; col.NullN() > 0 && i < rows; i++ {
 				if col.IsNull(i) {
 					perRow = append(perRow, badRow{i, name, "null value"})
+				}
+			}
+		}
+	} else if c.Tokens {
+		for _, name := range []string{c.FeatureColumn, c.TypeIDsColumn} {
+			if name == "" {
+				continue
+			}
+			col := rec.Column(rec.Schema().FieldIndices(name)[0])
+			for i := 0; col.NullN() > 0 && i < rows; i++ {
+				if col.IsNull(i) {
+					perRow = append(perRow, badRow{i, name, "null token list"})
 				}
 			}
 		}

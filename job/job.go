@@ -63,6 +63,12 @@ type Config struct {
 	// in schema order.
 	FeatureColumn string
 	Gather        []string
+	// Tokens says FeatureColumn holds a sequence model's token ids (a
+	// list of integers a row, of any length; seq.Model): InputSize is not
+	// used, and a null row is set aside in SetAside mode. TypeIDsColumn,
+	// if set, is read along for the model and not written.
+	Tokens        bool
+	TypeIDsColumn string
 	Keep          []string // input columns written next to the predictions
 	// Label, if set, is a column passed through after Keep (an evaluation's
 	// labels) and never gathered as a feature; in SetAside mode a row
@@ -181,7 +187,7 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if !c.readOnly && (c.Model == nil || c.InputSize <= 0) {
+	if !c.readOnly && (c.Model == nil || (c.InputSize <= 0 && !c.Tokens)) {
 		return errors.New("job: a model and its input size are required")
 	}
 	return nil
@@ -340,7 +346,8 @@ func (c *Config) fingerprint(ctx context.Context, files []string) (string, error
 		Gather, Keep           []string
 		Batch, PartRows, Shard string
 		SetAside               bool
-	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(),
+		TypeIDs                string `json:",omitempty"`
+	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(), TypeIDs: c.TypeIDsColumn,
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
 	// Objects are pinned side by side (a round trip each): the reads
 	// that follow see these versions or fail.

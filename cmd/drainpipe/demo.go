@@ -60,7 +60,7 @@ func demoCommand() *cobra.Command {
 		predictCmdLine := fmt.Sprintf("drainpipe predict --model %s --input '%s' --output %s --batch-size 256 --keep id", modelPath, input, output)
 		fmt.Fprintf(stdout, "running: %s --resume\n", predictCmdLine)
 
-		m, err := loadModel(modelPath, "")
+		m, err := loadModel(modelPath, "", nil)
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func evalCommand() *cobra.Command {
 		if err := in.checkWrites(*overwrite, outputs...); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		m, err := loadModel(*modelPath, in.featureCol)
+		m, err := loadModel(*modelPath, in.featureCol, nil)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/storage"
 	"github.com/drainpipe/drainpipe/tensor"
 )
@@ -30,12 +31,29 @@ type loadedModel struct {
 	feature   string // the feature column the model names, if any
 	id        string // content digest
 	sessions  int    // session groups that run it fastest
+	// seq is set for a sequence model (a transformer over token ids):
+	// feature is then its token column, and typeIDs its type-id column.
+	seq     *seq.Model
+	typeIDs string
+	window  int
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads
 // column (default: the input's name), or a drainpipe MLP (any other name),
-// which reads column (default: the one its file names).
-func loadModel(path, column string) (*loadedModel, error) {
+// which reads column (default: the one its file names). An ONNX sequence
+// model, or a Hugging Face model folder with one, runs as sq says (nil:
+// the defaults).
+func loadModel(path, column string, sq *sequenceFlags) (*loadedModel, error) {
+	if sq == nil {
+		sq = defaultSequenceFlags()
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		file, err := modelFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return loadONNX(file, column, sq)
+	}
 	var r io.Reader
 	if storage.IsURL(path) {
 		// A model on object storage or a web server, as inputs are.
@@ -44,12 +62,12 @@ func loadModel(path, column string) (*loadedModel, error) {
 			return nil, err
 		}
 		if strings.EqualFold(modelExt(path), ".onnx") {
-			return loadONNX(local, column)
+			return loadONNX(local, column, sq)
 		}
 		r = bytes.NewReader(data)
 	} else {
 		if strings.EqualFold(filepath.Ext(path), ".onnx") {
-			return loadONNX(path, column)
+			return loadONNX(path, column, sq)
 		}
 		f, err := os.Open(path)
 		if err != nil {
@@ -132,7 +150,7 @@ type modelInfo struct {
 
 // describeModel loads a model file and says what it reads and writes.
 func describeModel(path string) (modelInfo, error) {
-	m, err := loadModel(path, "")
+	m, err := loadModel(path, "", nil)
 	if err != nil {
 		return modelInfo{}, err
 	}

@@ -4,6 +4,6 @@ package main
 
 import "errors"
 
-func loadONNX(path, column string) (*loadedModel, error) {
+func loadONNX(path, column string, _ *sequenceFlags) (*loadedModel, error) {
 	return nil, errors.New("model " + path + ": this drainpipe was built without ONNX support; build it with -tags onnx")
 }

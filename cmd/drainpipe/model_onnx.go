@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"runtime"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/seq"
 )
 
-// loadONNX opens an ONNX model with one input; its feature column is
-// column (or the input's name).
-func loadONNX(path, column string) (*loadedModel, error) {
+// loadONNX opens an ONNX model: a sequence model (inputs input_ids and
+// the like, [batch, sequence]) as sq says, or else a model with one
+// input, whose feature column is column (or the input's name).
+func loadONNX(path, column string, sq *sequenceFlags) (*loadedModel, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -23,9 +26,13 @@ func loadONNX(path, column string) (*loadedModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(data)
+	if probe.IsSequence() {
+		return loadSequence(path, hex.EncodeToString(sum[:]), sq)
+	}
 	inputs := probe.Inputs()
 	if len(inputs) != 1 {
-		return nil, fmt.Errorf("model %s: %d inputs %v; the CLI runs models with one input", path, len(inputs), inputs)
+		return nil, fmt.Errorf("model %s: %d inputs %v; the CLI runs models with one input, or sequence models (inputs named input_ids, attention_mask, token_type_ids, position_ids)", path, len(inputs), inputs)
 	}
 	if column == "" {
 		column = inputs[0]
@@ -38,9 +45,32 @@ func loadONNX(path, column string) (*loadedModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
 	// One-thread sessions side by side beat one session on every core
 	// here too (BENCHMARKS.md), at the cost of a copy of the weights each.
 	return &loadedModel{model: m, inputSize: width, feature: column, id: hex.EncodeToString(sum[:]),
 		sessions: runtime.GOMAXPROCS(0)}, nil
+}
+
+// loadSequence opens an ONNX sequence model with the configuration of
+// the Hugging Face folder it sits in, if any.
+func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) {
+	hf, err := readHFFolder(path)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	opts, desc, err := sq.options(hf)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := onnx.OpenSequence(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := seq.New(eng, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	id := sha256.Sum256([]byte(digest + "\n" + desc))
+	return &loadedModel{model: m, seq: m, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window,
+		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }

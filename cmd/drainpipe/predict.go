@@ -12,6 +12,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/seq"
 	"github.com/spf13/cobra"
 )
 
@@ -45,6 +46,8 @@ func predictCommand() *cobra.Command {
 	overwrite := fs.Bool("overwrite", false, "replace an existing output (and any interrupted run's parts)")
 	breakLock := fs.Bool("break-lock", false, "take over the lock a job that died left on an output on object storage")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
+	sq := defaultSequenceFlags()
+	sq.add(fs)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 		switch {
@@ -72,9 +75,12 @@ func predictCommand() *cobra.Command {
 		if err := in.checkWrites(*overwrite || *resume, [2]string{"--set-aside", in.setAside}, [2]string{"--stats-json", *statsJSON}); err != nil {
 			return fmt.Errorf("predict: %w", err)
 		}
-		m, err := loadModel(*modelPath, in.featureCol)
+		m, err := loadModel(*modelPath, in.featureCol, sq)
 		if err != nil {
 			return err
+		}
+		if err := checkSequenceFlags(c.Flags(), m); err != nil {
+			return usageError(fmt.Errorf("predict: %w", err))
 		}
 		column := in.featureCol
 		if column == "" {
@@ -93,6 +99,10 @@ func predictCommand() *cobra.Command {
 			Predict: []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 			Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}
+		if m.seq != nil {
+			m.sequenceJob(&cfg)
+			fmt.Fprint(stderr, describeShapes(m.seq))
+		}
 		prog := in.progress(stderr, "predicting")
 		if prog != nil {
 			cfg.Progress = prog.update
@@ -110,8 +120,14 @@ func predictCommand() *cobra.Command {
 			return err
 		}
 		printSummary(stdout, sum)
+		var seqStats *seq.Stats
+		if m.seq != nil {
+			st := m.seq.Stats()
+			seqStats = &st
+			printSequenceStats(stdout, st)
+		}
 		if *statsJSON != "" {
-			return writeStats(*statsJSON, sum)
+			return writeStats(*statsJSON, sum, seqStats)
 		}
 		return nil
 	}
@@ -142,10 +158,12 @@ type stats struct {
 	DeviceSeconds       float64 `json:"device_seconds"`
 	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
 	PaddingWaste        float64 `json:"padding_waste"`
+	// Sequence is a sequence model's: tokens, padding and shapes.
+	Sequence *seqStatsDoc `json:"sequence,omitempty"`
 }
 
-func writeStats(path string, s *job.Summary) error {
-	doc := stats{Summary: s, WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
+func writeStats(path string, s *job.Summary, sq *seq.Stats) error {
+	doc := stats{Summary: s, Sequence: sequenceStats(sq), WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
 		DeviceSeconds: s.Stats.DeviceTime.Seconds(), ConsumerWaitSeconds: s.Stats.ConsumerWait.Seconds(),
 		PaddingWaste: s.Stats.PaddingWaste()}
 	if err := writeJSONFile(path, doc); err != nil {

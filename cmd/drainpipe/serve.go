@@ -131,7 +131,7 @@ func serveCommand() *cobra.Command {
 
 		// spec makes the spec of a model file, with the flags' batching.
 		spec := func(path string) (serve.ModelSpec, error) {
-			m, err := loadModel(path, *featureCol)
+			m, err := loadModel(path, *featureCol, nil)
 			if err != nil {
 				return serve.ModelSpec{}, err
 			}

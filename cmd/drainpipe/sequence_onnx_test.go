@@ -1,0 +1,162 @@
+//go:build onnx
+
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
+	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+)
+
+// encoderDir is the Hugging Face-style folder of the encoder PyTorch
+// exported (scripts/make-seq-encoder.py), with PyTorch's outputs.
+var encoderDir = filepath.Join("..", "..", "seq", "testdata", "encoder")
+
+// tokenParquet has DuckDB write the encoder's test rows, copies times
+// over, as a Parquet file of key, input_ids INTEGER[] and token_type_ids
+// INTEGER[], with the given rows made null.
+func tokenParquet(t *testing.T, dir string, copies int, nulls ...int) string {
+	t.Helper()
+	rows, _ := filepath.Abs(filepath.Join(encoderDir, "rows.json"))
+	out := filepath.Join(dir, "tokens.parquet")
+	null := "false"
+	for _, n := range nulls {
+		null += " OR k = " + strconv.Itoa(n)
+	}
+	duckdbtest.Query(t, `COPY (
+		WITH r AS (SELECT input_ids, token_type_ids FROM read_json(`+duckdb.Quote(rows)+`)),
+		i AS (SELECT unnest(generate_series(1, len(input_ids))) AS i FROM r),
+		c AS (SELECT unnest(generate_series(0, `+strconv.Itoa(copies-1)+`)) AS c),
+		t AS (SELECT c * len(r.input_ids) + i - 1 AS k, r.input_ids[i]::INTEGER[] AS ids, r.token_type_ids[i]::INTEGER[] AS types FROM r, i, c)
+		SELECT k AS key, CASE WHEN `+null+` THEN NULL ELSE ids END AS input_ids, types AS token_type_ids FROM t ORDER BY k
+	) TO `+duckdb.Quote(out)+` (FORMAT parquet, ROW_GROUP_SIZE 2048)`)
+	return out
+}
+
+func needONNX(t *testing.T) {
+	t.Helper()
+	if onnx.DefaultLibrary() == "" {
+		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+	}
+}
+
+// A sentence-embedding model exported from PyTorch, run over a Parquet
+// file of token ids that DuckDB wrote, with one predict command: one
+// embedding a row, in order, within 1e-5 of PyTorch's, the label from
+// id2label, the shapes printed first and the padding waste after.
+func TestPredictSequenceModelFolder(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	in := tokenParquet(t, dir, 1)
+	out := filepath.Join(dir, "out.parquet")
+	stats := filepath.Join(dir, "stats.json")
+	stdout, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", out, "--keep", "key",
+		"--type-ids-column", "token_type_ids", "--window", "100", "--max-batch-tokens", "4096", "--stats-json", stats, "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "sequence shapes:") || !strings.Contains(stderr, "512 tokens × 1, 2, 4, 8 rows") {
+		t.Errorf("the shapes are not printed first:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "rows=303 ") || !strings.Contains(stdout, "padding_waste=") {
+		t.Errorf("summary %q", stdout)
+	}
+	var torch struct {
+		Mean   [][]float32 `json:"last_hidden_state_mean"`
+		Logits [][]float32 `json:"logits"`
+	}
+	data, err := os.ReadFile(filepath.Join(encoderDir, "torch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &torch); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, out)
+	if len(got.keys) != len(torch.Mean) {
+		t.Fatalf("%d rows out, %d in", len(got.keys), len(torch.Mean))
+	}
+	labels := []string{"negative", "neutral", "positive"}
+	for i, k := range got.keys {
+		if k != int64(i) {
+			t.Fatalf("row %d has key %d", i, k)
+		}
+		for j, v := range torch.Mean[i] {
+			if d := math.Abs(float64(got.embedding[i][j] - v)); d > 1e-5 {
+				t.Fatalf("row %d: embedding %d is %v, PyTorch's %v", i, j, got.embedding[i][j], v)
+			}
+		}
+		best := 0
+		for j, v := range torch.Logits[i] {
+			if v > torch.Logits[i][best] {
+				best = j
+			}
+		}
+		if got.labels[i] != labels[best] {
+			t.Fatalf("row %d: label %q, PyTorch's logits say %q", i, got.labels[i], labels[best])
+		}
+	}
+	var doc struct {
+		Sequence struct {
+			Tokens       int64            `json:"tokens"`
+			PaddingWaste float64          `json:"padding_waste"`
+			Shapes       map[string]int64 `json:"shapes"`
+		} `json:"sequence"`
+	}
+	data, _ = os.ReadFile(stats)
+	if err := json.Unmarshal(data, &doc); err != nil || doc.Sequence.Tokens == 0 || len(doc.Sequence.Shapes) == 0 {
+		t.Fatalf("stats: %v %s", err, data)
+	}
+}
+
+type seqOutput struct {
+	keys      []int64
+	embedding [][]float32
+	labels    []string
+}
+
+func readAll(t *testing.T, path string) seqOutput {
+	t.Helper()
+	set, err := fileset.Open([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := set.Dataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o seqOutput
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.Schema()
+		o.keys = append(o.keys, rec.Column(s.FieldIndices("key")[0]).(*array.Int64).Int64Values()...)
+		emb := rec.Column(s.FieldIndices("embedding")[0]).(array.ListLike)
+		vals := emb.ListValues().(*array.Float32).Float32Values()
+		for i := range emb.Len() {
+			a, b := emb.ValueOffsets(i)
+			o.embedding = append(o.embedding, append([]float32(nil), vals[a:b]...))
+		}
+		lab := rec.Column(s.FieldIndices("label")[0]).(*array.String)
+		for i := range lab.Len() {
+			o.labels = append(o.labels, lab.Value(i))
+		}
+		if _, ok := emb.DataType().(*arrow.FixedSizeListType); !ok {
+			t.Fatalf("embedding is %s, want a fixed_size_list", emb.DataType())
+		}
+	}
+	return o
+}
