@@ -84,7 +84,7 @@ def main():
         | {"sentence_embedding": {0: "batch"}, "logits": {0: "batch"}},
         opset_version=14, do_constant_folding=True)
     with open(f"{OUT}/config.json", "w") as f:
-        json.dump({"model_type": "bert", "hidden_size": HIDDEN, "pad_token_id": 0, "max_position_embeddings": MAXPOS,
+        json.dump({"model_type": "bert", "hidden_size": HIDDEN, "vocab_size": VOCAB, "pad_token_id": 0, "max_position_embeddings": MAXPOS,
                    "id2label": {"0": "negative", "1": "neutral", "2": "positive"}}, f, indent=2)
     with open(f"{OUT}/tokenizer_config.json", "w") as f:
         json.dump({"model_max_length": MAXPOS, "padding_side": "right"}, f, indent=2)

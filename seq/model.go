@@ -34,6 +34,10 @@ func WithPlanner(p Planner) Option { return func(m *Model) { m.planner = p } }
 // pad_token_id; 0 by default).
 func WithPadID(id int64) Option { return func(m *Model) { m.padID = id } }
 
+// WithVocab sets the vocabulary's size: an id at or past it is a row
+// error naming the row, not a failed sub-batch.
+func WithVocab(n int64) Option { return func(m *Model) { m.vocab = n } }
+
 // WithLeftPadding pads rows at their start, as decoder models want;
 // position ids then count from a row's first real token.
 func WithLeftPadding() Option { return func(m *Model) { m.left = true } }
@@ -68,6 +72,7 @@ type Model struct {
 	tokens     string
 	typeIDs    string
 	padID      int64
+	vocab      int64
 	left       bool
 	refuseLong bool
 	pooling    Pooling
@@ -394,11 +399,11 @@ func (m *Model) fill(b *Batch, sb SubBatch, toks, types *tokenRows, lengths []in
 			continue
 		}
 		row := sb.Rows[k]
-		if err := toks.copyRow(row, ids[first:first+n]); err != nil {
+		if err := toks.copyRow(row, ids[first:first+n], m.vocab); err != nil {
 			return &device.RowError{Row: int64(row), Column: m.tokens, Err: err}
 		}
 		if types != nil {
-			if err := types.copyRow(row, typ[first:first+n]); err != nil {
+			if err := types.copyRow(row, typ[first:first+n], 0); err != nil {
 				return &device.RowError{Row: int64(row), Column: m.typeIDs, Err: err}
 			}
 		}

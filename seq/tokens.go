@@ -14,8 +14,9 @@ var (
 	// ErrNullRow reports a null token row: a row error, set aside where
 	// the runner sets rows aside.
 	ErrNullRow = errors.New("null token list")
-	// ErrBadToken reports a negative token id.
-	ErrBadToken = errors.New("negative token id")
+	// ErrBadToken reports a negative token id, or one past the
+	// vocabulary.
+	ErrBadToken = errors.New("token id out of range")
 	// ErrTooLong reports a row longer than the longest sequence, where
 	// rows are not truncated.
 	ErrTooLong = errors.New("row longer than the longest sequence")
@@ -77,8 +78,9 @@ func (t *tokenRows) length(i int) (int, error) {
 	return int(end - start), nil
 }
 
-// copyRow writes the first len(dst) ids of row i into dst.
-func (t *tokenRows) copyRow(i int, dst []int64) error {
+// copyRow writes the first len(dst) ids of row i into dst, checking
+// them against the vocabulary's size (if not 0).
+func (t *tokenRows) copyRow(i int, dst []int64, vocab int64) error {
 	start, _ := t.list.ValueOffsets(i)
 	switch {
 	case t.int64s != nil:
@@ -103,8 +105,8 @@ func (t *tokenRows) copyRow(i int, dst []int64) error {
 		}
 	}
 	for j, id := range dst {
-		if id < 0 {
-			return fmt.Errorf("%w: token %d is %d", ErrBadToken, j, id)
+		if id < 0 || (vocab > 0 && id >= vocab) {
+			return fmt.Errorf("%w: token %d is %d, the vocabulary has %d", ErrBadToken, j, id, vocab)
 		}
 	}
 	return nil

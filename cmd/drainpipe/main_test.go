@@ -91,10 +91,16 @@ type output struct {
 	// killed job's lock is left for the next to break.
 	resume []string
 	input  string // the inputs, if not the fixture's files on disk
+	// predict, if set, is the predict command without --output, in place
+	// of the fixture's.
+	predict []string
 }
 
 // args returns the arguments of a predict run of the fixture in dir to o.
 func (o output) args(dir string, extra ...string) []string {
+	if o.predict != nil {
+		return append(append(slices.Clone(o.predict), "--output", o.path), extra...)
+	}
 	args := predictArgs(dir, o.path, extra...)
 	if o.input != "" {
 		args[slices.Index(args, "--input")+1] = o.input

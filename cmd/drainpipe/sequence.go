@@ -56,6 +56,7 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet) {
 type hfFolder struct {
 	model     string // the ONNX file
 	padID     int64
+	vocab     int64    // vocab_size: ids at or past it are row errors
 	labels    []string // id2label, in id order
 	maxLength int      // model_max_length, bounded by max_position_embeddings
 	left      bool     // padding_side left
@@ -104,10 +105,12 @@ func readHFFolder(modelPath string) (hfFolder, error) {
 		PadTokenID   *int64            `json:"pad_token_id"`
 		ID2Label     map[string]string `json:"id2label"`
 		MaxPositions int               `json:"max_position_embeddings"`
+		VocabSize    int64             `json:"vocab_size"`
 	}
 	if _, err := read("config.json", &config); err != nil {
 		return f, err
 	}
+	f.vocab = config.VocabSize
 	if config.PadTokenID != nil {
 		f.padID = *config.PadTokenID
 	}
@@ -193,7 +196,7 @@ func (f *sequenceFlags) options(hf hfFolder) ([]seq.Option, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--pooling: %w", err)
 	}
-	opts := []seq.Option{seq.WithPlanner(pl), seq.WithTokens(cmp.Or(f.tokens, seq.InputIDs)), seq.WithPadID(hf.padID), seq.WithPooling(pooling)}
+	opts := []seq.Option{seq.WithPlanner(pl), seq.WithTokens(cmp.Or(f.tokens, seq.InputIDs)), seq.WithPadID(hf.padID), seq.WithPooling(pooling), seq.WithVocab(hf.vocab)}
 	if f.typeIDs != "" {
 		opts = append(opts, seq.WithTypeIDs(f.typeIDs))
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,4 +160,86 @@ func readAll(t *testing.T, path string) seqOutput {
 		}
 	}
 	return o
+}
+
+// A sequence model's job killed with SIGKILL at random moments and
+// resumed ends with the bytes of a job never interrupted (the plan of a
+// window is a function of its rows), for a file and a folder output.
+func TestKilledSequenceJobResumesExactlyOnce(t *testing.T) {
+	needONNX(t)
+	if testing.Short() {
+		t.Skip("runs the CLI many times")
+	}
+	dir := t.TempDir()
+	in := tokenParquet(t, dir, 40)
+	predict := []string{"predict", "--model", encoderDir, "--input", in, "--keep", "key", "--type-ids-column", "token_type_ids",
+		"--window", "256", "--part-rows", "1024", "--quiet"}
+	for _, outs := range [][2]output{
+		{fileOutput(dir, "ref.parquet"), fileOutput(dir, "out.parquet")},
+		{folderOutput(dir, "ref"), folderOutput(dir, "out")},
+	} {
+		ref, out := outs[0], outs[1]
+		ref.predict, out.predict = predict, predict
+		t.Run(filepath.Base(out.path), func(t *testing.T) { killAndResume(t, dir, ref, out) })
+	}
+}
+
+// Bad token input: null lists and out-of-vocabulary or negative ids are
+// set aside one by one, naming the row and the reason; a float column
+// given as tokens, and sequence flags for a model that is not one, are
+// one clear error each.
+func TestSequenceBadInput(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	in := tokenParquet(t, dir, 1, 4, 100)
+	aside := filepath.Join(dir, "aside.parquet")
+	out := filepath.Join(dir, "out.parquet")
+	stdout, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", out, "--keep", "key",
+		"--set-aside", aside, "--window", "64", "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=301 ") || !strings.Contains(stdout, "set_aside=2") {
+		t.Fatalf("summary %q", stdout)
+	}
+	got := duckdbtest.Query(t, "SELECT key, reason FROM read_parquet("+duckdb.Quote(aside)+") ORDER BY key")
+	if len(got) != 2 || fmt.Sprint(got[0][0]) != "4" || fmt.Sprint(got[1][0]) != "100" || !strings.Contains(got[0][1].(string), "null token list") {
+		t.Fatalf("set aside: %v", got)
+	}
+
+	// Ids past the vocabulary (config.json's vocab_size) and negative ids
+	// are row errors.
+	bad := filepath.Join(dir, "bad.parquet")
+	duckdbtest.Query(t, "COPY (SELECT * FROM (VALUES (0, [101, 5, 102]), (1, [101, 5000000, 102]), (2, [101, -3, 102]), (3, []::INTEGER[]), (4, [7])) v(key, input_ids)) TO "+duckdb.Quote(bad)+" (FORMAT parquet)")
+	stdout, stderr, err = drainpipe("predict", "--model", encoderDir, "--input", bad, "--output", filepath.Join(dir, "bad-out.parquet"), "--keep", "key",
+		"--set-aside", filepath.Join(dir, "bad-aside.parquet"), "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=3 ") || !strings.Contains(stdout, "set_aside=2") {
+		t.Fatalf("summary %q\n%s", stdout, stderr)
+	}
+	got = duckdbtest.Query(t, "SELECT key, reason FROM read_parquet("+duckdb.Quote(filepath.Join(dir, "bad-aside.parquet"))+") ORDER BY key")
+	if len(got) != 2 || fmt.Sprint(got[0][0]) != "1" || fmt.Sprint(got[1][0]) != "2" || !strings.Contains(got[0][1].(string), "token 1 is 5000000, the vocabulary has 1000") || !strings.Contains(got[1][1].(string), "out of range") {
+		t.Fatalf("set aside: %v", got)
+	}
+
+	// Without --set-aside the first bad row ends the job, naming it.
+	_, stderr, err = drainpipe("predict", "--model", encoderDir, "--input", bad, "--output", filepath.Join(dir, "x.parquet"), "--quiet")
+	if err == nil || !strings.Contains(stderr, "row 1") {
+		t.Fatalf("err %v, stderr %s", err, stderr)
+	}
+
+	// A float tensor column given as the tokens.
+	_, stderr, err = drainpipe("predict", "--model", encoderDir, "--input", filepath.Join(fixture(t, 10, 4, 2), "in-*.parquet"),
+		"--tokens-column", "features", "--output", filepath.Join(dir, "y.parquet"), "--quiet")
+	if err == nil || !strings.Contains(stderr, `column "features"`) || !strings.Contains(stderr, "not a token column") {
+		t.Fatalf("err %v, stderr %s", err, stderr)
+	}
+	// Sequence flags for a model that takes a tensor.
+	mlp := fixture(t, 10, 4, 2)
+	_, stderr, err = drainpipe(append(predictArgs(mlp, filepath.Join(dir, "z.parquet")), "--window", "64")...)
+	if err == nil || !strings.Contains(stderr, "--window is for sequence models") {
+		t.Fatalf("err %v, stderr %s", err, stderr)
+	}
 }
