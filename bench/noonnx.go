@@ -13,3 +13,5 @@ func onnxModel(int) (device.Model, string) {
 }
 
 func onnxGoals(*config, []arrow.RecordBatch) []goal { return nil }
+
+func seqONNXGoals(*config) []goal { return nil }

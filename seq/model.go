@@ -30,6 +30,13 @@ func WithTypeIDs(column string) Option { return func(m *Model) { m.typeIDs = col
 // are planned with.
 func WithPlanner(p Planner) Option { return func(m *Model) { m.planner = p } }
 
+// WithPlan replaces the planner's plan with another (lengths already
+// cut at the longest sequence), for comparing strategies: no shapes are
+// declared then, and the token budget is the plan's own affair.
+func WithPlan(plan func(lengths []int) ([]SubBatch, error)) Option {
+	return func(m *Model) { m.plan = plan }
+}
+
 // WithPadID sets the token id padding slots hold (the model's
 // pad_token_id; 0 by default).
 func WithPadID(id int64) Option { return func(m *Model) { m.padID = id } }
@@ -68,6 +75,7 @@ const LogitsOutput = "logits"
 type Model struct {
 	engine     Engine
 	planner    Planner
+	plan       func([]int) ([]SubBatch, error) // WithPlan's
 	shapes     []Shape // declared; nil without buckets
 	tokens     string
 	typeIDs    string
@@ -117,6 +125,9 @@ func New(e Engine, opts ...Option) (*Model, error) {
 	}
 	if m.shapes, err = m.planner.Shapes(); err != nil {
 		return nil, err
+	}
+	if m.plan != nil {
+		m.shapes = nil
 	}
 	outs := e.Outputs()
 	perToken := 0
@@ -313,12 +324,21 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 		}
 		lengths[i] = n
 	}
-	plan, err := m.planner.Plan(lengths)
+	var plan []SubBatch
+	if m.plan != nil {
+		cut := make([]int, len(lengths))
+		for i, n := range lengths {
+			cut[i] = m.planner.Length(n)
+		}
+		plan, err = m.plan(cut)
+	} else {
+		plan, err = m.planner.Plan(lengths)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if checkPlans {
-		if err := checkPlan(plan, lengths, m.planner, m.shapes); err != nil {
+		if err := checkPlan(plan, lengths, m.planner, m.shapes, m.plan == nil); err != nil {
 			return nil, fmt.Errorf("seq: window %d: %w", b.Index, err)
 		}
 	}
@@ -524,7 +544,7 @@ func (m *Model) classes(mem memory.Allocator, c column, logits []float32, rows i
 // checkPlan proves a plan: every row in exactly one sub-batch, each
 // sub-batch within its shape, the shape declared (with buckets) and
 // within the budget unless its rows are the fewest a sub-batch has.
-func checkPlan(plan []SubBatch, lengths []int, p Planner, shapes []Shape) error {
+func checkPlan(plan []SubBatch, lengths []int, p Planner, shapes []Shape, budget bool) error {
 	seen := make([]bool, len(lengths))
 	for _, sb := range plan {
 		if len(sb.Rows) == 0 || len(sb.Rows) > sb.Shape.Rows {
@@ -533,7 +553,7 @@ func checkPlan(plan []SubBatch, lengths []int, p Planner, shapes []Shape) error 
 		if shapes != nil && !slices.Contains(shapes, sb.Shape) {
 			return fmt.Errorf("sub-batch %s is not a declared shape", sb.Shape)
 		}
-		if sb.Shape.Slots() > p.MaxTokens && sb.Shape.Rows > p.smallest() {
+		if budget && sb.Shape.Slots() > p.MaxTokens && sb.Shape.Rows > p.smallest() {
 			return fmt.Errorf("sub-batch %s exceeds the budget of %d tokens", sb.Shape, p.MaxTokens)
 		}
 		for _, r := range sb.Rows {
@@ -541,7 +561,7 @@ func checkPlan(plan []SubBatch, lengths []int, p Planner, shapes []Shape) error 
 				return fmt.Errorf("row %d planned twice or out of the window", r)
 			}
 			seen[r] = true
-			if p.Length(lengths[r]) > sb.Shape.Tokens {
+			if max(p.Length(lengths[r]), 1) > sb.Shape.Tokens {
 				return fmt.Errorf("row %d of %d tokens in a sub-batch of %d", r, lengths[r], sb.Shape.Tokens)
 			}
 		}

@@ -320,3 +320,42 @@ func TestNotATokenColumn(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTokens", err)
 	}
 }
+
+// TestWithPlan runs another strategy's plan (input order, 32 rows padded
+// to their longest) through the same model: the same outputs.
+func TestWithPlan(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 300)
+	inOrder := func(lengths []int) ([]seq.SubBatch, error) {
+		var out []seq.SubBatch
+		for i := 0; i < len(lengths); i += 32 {
+			sb := seq.SubBatch{Shape: seq.Shape{Tokens: 1}}
+			for r := i; r < min(i+32, len(lengths)); r++ {
+				sb.Rows = append(sb.Rows, r)
+				sb.Shape.Tokens = max(sb.Shape.Tokens, lengths[r])
+			}
+			sb.Shape.Rows = len(sb.Rows)
+			out = append(out, sb)
+		}
+		return out, nil
+	}
+	results := make([]result, 2)
+	for i, opts := range [][]seq.Option{{}, {seq.WithPlan(inOrder)}} {
+		m, err := seq.New(&seqtest.Engine{Width: width}, append(opts, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if results[i], err = run(t, mem, m, data, 128); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && m.Shapes() != nil {
+			t.Error("a model with its own plan declares shapes")
+		}
+	}
+	for i := range data {
+		if !near(results[0].pooled[i], results[1].pooled[i], 1e-6) {
+			t.Fatalf("row %d: %v planned, %v in input order", i, results[0].pooled[i], results[1].pooled[i])
+		}
+	}
+}

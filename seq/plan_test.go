@@ -54,7 +54,7 @@ func waste(t testing.TB, p Planner, lens []int, w int) (float64, map[Shape]int) 
 
 func TestDefaultBuckets(t *testing.T) {
 	got := DefaultBuckets(512)
-	want := []int{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 184, 216, 256, 312, 368, 432, 512}
+	want := []int{8, 16, 24, 32, 40, 48, 56, 64, 72, 88, 96, 104, 120, 128, 144, 168, 184, 208, 232, 256, 288, 328, 368, 408, 464, 512}
 	if !slices.Equal(got, want) {
 		t.Fatalf("DefaultBuckets(512) = %v, want %v", got, want)
 	}
@@ -120,7 +120,7 @@ func checkProperties(t testing.TB, p Planner, lens []int) {
 	}
 	full, _ := p.check()
 	shapes, _ := p.Shapes()
-	if err := checkPlan(plan, lens, full, shapes); err != nil {
+	if err := checkPlan(plan, lens, full, shapes, true); err != nil {
 		t.Fatalf("lengths %v: %v", lens, err)
 	}
 	again, _ := p.Plan(lens)

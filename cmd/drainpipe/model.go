@@ -33,9 +33,11 @@ type loadedModel struct {
 	sessions  int    // session groups that run it fastest
 	// seq is set for a sequence model (a transformer over token ids):
 	// feature is then its token column, and typeIDs its type-id column.
-	seq     *seq.Model
-	typeIDs string
-	window  int
+	seq       *seq.Model
+	seqInputs []string // the graph's inputs
+	fileSHA   string   // the ONNX file's digest (id also holds the settings)
+	typeIDs   string
+	window    int
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads
@@ -130,8 +132,13 @@ func fetchModel(url string) (local string, data []byte, err error) {
 	return local, data, nil
 }
 
-// isModelFile reports whether a name is a model file inspect describes.
+// isModelFile reports whether a name is a model file inspect describes,
+// or a model folder (with model.onnx or onnx/model.onnx).
 func isModelFile(name string) bool {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		_, err := modelFile(name)
+		return err == nil
+	}
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".dpmlp", ".onnx":
 		return true
@@ -146,6 +153,16 @@ type modelInfo struct {
 	Input   fieldInfo   `json:"input"`
 	Outputs []fieldInfo `json:"outputs,omitempty"`
 	SHA256  string      `json:"sha256"`
+	// Sequence describes a sequence model: the graph's inputs, each
+	// [batch, sequence], and how windows are planned by default.
+	Sequence *sequenceInfo `json:"sequence,omitempty"`
+}
+
+type sequenceInfo struct {
+	GraphInputs []string `json:"graph_inputs"`
+	Buckets     []int    `json:"buckets"`
+	MaxTokens   int      `json:"max_batch_tokens"`
+	Shapes      int      `json:"shapes"`
 }
 
 // describeModel loads a model file and says what it reads and writes.
@@ -154,10 +171,18 @@ func describeModel(path string) (modelInfo, error) {
 	if err != nil {
 		return modelInfo{}, err
 	}
-	info := modelInfo{File: path, Kind: "drainpipe MLP", SHA256: m.id,
-		Input: fieldInfo{Name: cmp.Or(m.feature, cpu.DefaultFeature), Type: tensor.Type(m.inputSize).String()}}
+	info := modelInfo{File: path, Kind: "drainpipe MLP", SHA256: cmp.Or(m.fileSHA, m.id), Input: fieldInfo{Name: cmp.Or(m.feature, cpu.DefaultFeature)}}
+	if m.seq == nil {
+		info.Input.Type = tensor.Type(m.inputSize).String()
+	}
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
 		info.Kind = "ONNX"
+	}
+	if m.seq != nil {
+		info.Kind = "ONNX sequence model"
+		info.Input.Type = "list<int32 or int64> (token ids)"
+		pl := m.seq.Planner()
+		info.Sequence = &sequenceInfo{GraphInputs: m.seqInputs, Buckets: pl.Buckets, MaxTokens: pl.MaxTokens, Shapes: len(m.seq.Shapes())}
 	}
 	if o, ok := m.model.(device.OutputSchemaer); ok {
 		for _, f := range o.OutputSchema().Fields() {
@@ -171,5 +196,9 @@ func printModel(w io.Writer, m modelInfo) {
 	fmt.Fprintf(w, "model: %s\nkind: %s\nsha256: %s\ninput:\n  %s: %s\noutputs:\n", m.File, m.Kind, m.SHA256, m.Input.Name, m.Input.Type)
 	for _, o := range m.Outputs {
 		fmt.Fprintf(w, "  %s: %s\n", o.Name, o.Type)
+	}
+	if s := m.Sequence; s != nil {
+		fmt.Fprintf(w, "graph inputs: %s, each [batch, sequence]\nsequence buckets: %v\nmax batch tokens: %d (%d shapes)\n",
+			strings.Join(s.GraphInputs, ", "), s.Buckets, s.MaxTokens, s.Shapes)
 	}
 }

@@ -43,7 +43,7 @@ func defaultSequenceFlags() *sequenceFlags {
 func (f *sequenceFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tokens, "tokens-column", "", "sequence models: the column of token ids, a list of int32 or int64 a row (default: input_ids)")
 	fs.StringVar(&f.typeIDs, "type-ids-column", "", "sequence models: a column of token type ids, one a token (default: zeros)")
-	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^¼ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
+	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^⅙ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
 	fs.IntVar(&f.maxTokens, "max-batch-tokens", seq.DefaultMaxTokens, "sequence models: token slots a sub-batch may hold (rows × length)")
 	fs.IntVar(&f.window, "window", 4096, "sequence models: rows sorted by length together (the batch of a sequence model)")
 	fs.StringVar(&f.pooling, "pooling", "", "sequence models: how per-token outputs become one vector a row: mean, cls or last (default: the model folder's, or mean)")

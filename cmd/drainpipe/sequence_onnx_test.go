@@ -74,6 +74,11 @@ func TestPredictSequenceModelFolder(t *testing.T) {
 	if !strings.Contains(stdout, "rows=303 ") || !strings.Contains(stdout, "padding_waste=") {
 		t.Errorf("summary %q", stdout)
 	}
+	info, _, err := drainpipe("inspect", encoderDir)
+	if err != nil || !strings.Contains(info, "kind: ONNX sequence model") || !strings.Contains(info, "graph inputs: input_ids, attention_mask, token_type_ids, each [batch, sequence]") ||
+		!strings.Contains(info, "embedding: fixed_size_list<item: float32>[32]") || !strings.Contains(info, "label: utf8") {
+		t.Errorf("inspect: %v\n%s", err, info)
+	}
 	var torch struct {
 		Mean   [][]float32 `json:"last_hidden_state_mean"`
 		Logits [][]float32 `json:"logits"`

@@ -1,0 +1,97 @@
+//go:build onnx
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/seq"
+)
+
+const seqEncoder = "seq/testdata/encoder/model.onnx"
+
+// seqONNXGoals compare the process CPU a row of drainpipe's sequence
+// plan (sorted windows, buckets, a token budget) with other strategies
+// on the same rows, model and one-thread session: the BERT-style encoder
+// PyTorch exported for the tests.
+func seqONNXGoals(c *config) []goal {
+	if onnx.DefaultLibrary() == "" {
+		fmt.Println("sequence ONNX goals skipped: no ONNX Runtime library (scripts/fetch-onnxruntime.sh)")
+		return nil
+	}
+	eng, err := onnx.OpenSequence(seqEncoder, onnx.WithIntraOpThreads(1))
+	check(err)
+	// Two windows' rows; fewer in a short run (the input-order and FIFO
+	// strategies cost 20–40 times as much).
+	lengths := readLengths()[:min(2*seqWindow, max(c.rows/8, 1024))]
+	ds := tokenDataset(c, lengths)
+	all := len(lengths)
+	run := func(window int, opts ...seq.Option) float64 {
+		m, err := seq.New(eng, opts...)
+		check(err)
+		return seqCPU(c, m, ds, window)
+	}
+	ours := func() float64 { return run(seqWindow, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)})) }
+	planner := seq.WithPlanner(seq.Planner{MaxLength: seqMaxLen})
+	return []goal{
+		{"sequences (ONNX): CPU a row, input order ×32 padded to its longest ÷ drainpipe (buckets, window 4096)", atLeast(3), func(r int) float64 {
+			base, dp := pair(r, func() float64 { return run(all, planner, seq.WithPlan(inputOrder(32))) }, ours)
+			return base / dp
+		}},
+		{"sequences (ONNX): CPU a row, a FIFO token budget (TEI-style) ÷ drainpipe", atLeast(3), func(r int) float64 {
+			base, dp := pair(r, func() float64 { return run(all, planner, seq.WithPlan(fifoBudget(seq.DefaultMaxTokens))) }, ours)
+			return base / dp
+		}},
+		{"sequences (ONNX): CPU a row, a global sort padded to each sub-batch's longest ÷ drainpipe", atLeast(0.9), func(r int) float64 {
+			ideal, dp := pair(r, func() float64 {
+				return run(all, seq.WithPlanner(seq.Planner{MaxLength: seqMaxLen, Multiple: 1}))
+			}, ours)
+			return ideal / dp
+		}},
+	}
+}
+
+// tokenDataset makes rows of token ids of the given lengths, held for
+// the rest of the run.
+func tokenDataset(c *config, lengths []int) *dataset.Dataset {
+	schema := arrow.NewSchema([]arrow.Field{{Name: seq.InputIDs, Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}}, nil)
+	b := array.NewRecordBuilder(c.mem, schema)
+	defer b.Release()
+	list := b.Field(0).(*array.ListBuilder)
+	vals := list.ValueBuilder().(*array.Int32Builder)
+	for i, n := range lengths {
+		list.Append(true)
+		for j := range n {
+			vals.Append(int32(100 + (i*31+j*7)%900))
+		}
+	}
+	// Borrowed by the dataset for the rest of the run.
+	return dataset.FromRecords(schema, b.NewRecordBatch())
+}
+
+// seqCPU runs the model over ds in windows and returns the process's CPU
+// seconds.
+func seqCPU(c *config, m *seq.Model, ds *dataset.Dataset, window int) float64 {
+	p, err := predict.New(m, predict.WithBatchSize(window), predict.WithAllocator(c.mem))
+	check(err)
+	before := cpuSeconds()
+	for r := range p.Predict(context.Background(), ds) {
+		check(r.Err)
+		r.Record.Release()
+	}
+	return cpuSeconds() - before
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
