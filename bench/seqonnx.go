@@ -39,7 +39,9 @@ func seqONNXGoals(c *config) []goal {
 		check(err)
 		return seqCPU(c, m, ds, window)
 	}
-	ours := func() float64 { return run(seqWindow, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)})) }
+	ours := func() float64 {
+		return run(seqWindow, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)}))
+	}
 	planner := seq.WithPlanner(seq.Planner{MaxLength: seqMaxLen})
 	return []goal{
 		{"sequences (ONNX): CPU a row, input order ×32 padded to its longest ÷ drainpipe (buckets, window 4096)", atLeast(3), func(r int) float64 {

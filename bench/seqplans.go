@@ -115,4 +115,3 @@ func seqWasteGoals() []goal {
 			target{0.05, true}, fixed(slotWaste(lengths, seqWindow, none.Plan))},
 	}
 }
-

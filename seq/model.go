@@ -76,7 +76,7 @@ type Model struct {
 	engine     Engine
 	planner    Planner
 	plan       func([]int) ([]SubBatch, error) // WithPlan's
-	shapes     []Shape // declared; nil without buckets
+	shapes     []Shape                         // declared; nil without buckets
 	tokens     string
 	typeIDs    string
 	padID      int64
