@@ -210,7 +210,7 @@ func decodeGRPC(in *pb.ModelInferRequest) (*inferRequest, error) {
 		case len(raw) > 0 && t.GetContents() != nil:
 			return nil, invalid(fmt.Errorf("input %q: both contents and raw_input_contents", t.GetName()))
 		case len(raw) > 0:
-			if size := rawSize(d); len(raw[i]) != n*size {
+			if size := rawSize(d); len(raw[i]) != n*size && !variable(d, len(raw[i]), n) {
 				return nil, invalid(fmt.Errorf("input %q: shape %v of %s needs %d raw bytes, got %d", t.GetName(), t.GetShape(), t.GetDatatype(), n*size, len(raw[i])))
 			}
 			data, err = d.fromRaw(raw[i], n)

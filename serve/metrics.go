@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +64,7 @@ func newMetrics(reg *prometheus.Registry, models *registry) (*metrics, error) {
 			Help: "Failed loads of a model repository's versions (or of its config), by model.",
 		}, []string{"model"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device, m.loadFailures, newQueueCollector(models)} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.queueWait, m.batchSize, m.padding, m.device, m.loadFailures, newQueueCollector(models), newSequenceCollector(models)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -118,4 +119,57 @@ func (o *observer) ObserveBatch(size, rows int, device time.Duration) {
 
 func (o *observer) ObserveRequest(_ int, queueWait, _ time.Duration) {
 	o.queueWait.Observe(queueWait.Seconds())
+}
+
+// sequenceCollector reports sequence models' tokens, padding and
+// sub-batch shapes when scraped. A shape is a label only where the model
+// declared it (a finite set); a model that pads sub-batches to their
+// longest row reports its shapes by length alone ("any×S").
+type sequenceCollector struct {
+	tokens, slots, truncated, shapes *prometheus.Desc
+	reg                              *registry
+}
+
+func newSequenceCollector(reg *registry) *sequenceCollector {
+	labels := []string{"model", "version"}
+	return &sequenceCollector{reg: reg,
+		tokens:    prometheus.NewDesc("drainpipe_sequence_tokens_total", "Real tokens a sequence model ran.", labels, nil),
+		slots:     prometheus.NewDesc("drainpipe_sequence_token_slots_total", "Token slots a sequence model ran, padding included: 1 - tokens/slots is the padding waste.", labels, nil),
+		truncated: prometheus.NewDesc("drainpipe_sequence_truncated_rows_total", "Rows cut at the longest sequence.", labels, nil),
+		shapes:    prometheus.NewDesc("drainpipe_sequence_sub_batches_total", "Sub-batches a sequence model ran, by shape (rows×tokens).", append(labels, "shape"), nil),
+	}
+}
+
+func (c *sequenceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.tokens
+	ch <- c.slots
+	ch <- c.truncated
+	ch <- c.shapes
+}
+
+func (c *sequenceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.reg.all() {
+		if m.sequence == nil {
+			continue
+		}
+		st, w := m.sequence.Stats(), m.warmedSeq
+		counter := func(d *prometheus.Desc, v int64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{m.name, m.version}, labels...)...)
+		}
+		counter(c.tokens, st.Tokens-w.Tokens)
+		counter(c.slots, st.Slots-w.Slots)
+		counter(c.truncated, st.Truncated-w.Truncated)
+		declared := m.sequence.Shapes()
+		byLabel := map[string]int64{}
+		for sh, n := range st.Shapes {
+			label := sh.String()
+			if declared == nil {
+				label = fmt.Sprintf("any×%d", sh.Tokens)
+			}
+			byLabel[label] += n - w.Shapes[sh]
+		}
+		for label, n := range byLabel {
+			counter(c.shapes, n, label)
+		}
+	}
 }

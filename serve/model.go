@@ -17,6 +17,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/seq"
 )
 
 // DefaultVersion is the version of a model whose spec names none.
@@ -43,6 +44,16 @@ type ModelSpec struct {
 	// Batching configures the model's online batcher (delay, queue bound,
 	// timeout); the server sets its Observer, which feeds its metrics.
 	Batching online.Options
+	// Sequence, for a sequence model (a seq.Model), reports its tokens,
+	// padding and shapes, which /metrics exports.
+	Sequence SequenceStats
+}
+
+// SequenceStats is what a sequence model reports of what it ran
+// (seq.Model has it).
+type SequenceStats interface {
+	Stats() seq.Stats
+	Shapes() []seq.Shape
 }
 
 // model is a served model: its batcher and what its metadata says.
@@ -58,12 +69,16 @@ type model struct {
 	users sync.WaitGroup
 	// source is the repository file it was loaded from, if any.
 	source fileState
+	// sequence reports a sequence model's tokens; warmedSeq is what the
+	// warm-up ran, left out of the metrics.
+	sequence  SequenceStats
+	warmedSeq seq.Stats
 }
 
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
 func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.Observer) (*model, error) {
-	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input}
+	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence}
 	if m.version == "" {
 		m.version = DefaultVersion
 	}
@@ -95,13 +110,19 @@ func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.
 		return nil, errors.Join(fmt.Errorf("model %s: warm-up: %w", spec.Name, err), m.batcher.Close(context.WithoutCancel(ctx)))
 	}
 	m.warmed = m.batcher.Stats() // the warm-up is not an inference
+	if m.sequence != nil {
+		m.warmedSeq = m.sequence.Stats()
+	}
 	return m, nil
 }
 
 func (m *model) warmUp(ctx context.Context) error {
 	zeros := make([]*tensor, len(m.inputs))
 	for i, in := range m.inputs {
-		shape := append([]int64{1}, in.Shape[1:]...)
+		shape := []int64{1}
+		for _, d := range in.Shape[1:] {
+			shape = append(shape, max(d, 1)) // a sequence of one token
+		}
 		n, _ := elements(shape)
 		d := datatypes[in.Datatype]
 		data, err := d.fromRaw(make([]byte, n*rawSize(d)), n)
@@ -182,10 +203,10 @@ func checkShape(t *tensor, want TensorMetadata) (int, error) {
 	}
 	ok := len(t.shape) == len(want.Shape) && t.shape[0] >= 0
 	for d := 1; ok && d < len(want.Shape); d++ {
-		ok = t.shape[d] == want.Shape[d]
+		ok = t.shape[d] == want.Shape[d] || (want.Shape[d] == -1 && t.shape[d] >= 0)
 	}
 	if !ok {
-		return 0, fmt.Errorf("input %q: shape %v, model takes %v (-1: any number of rows)", t.name, t.shape, want.Shape)
+		return 0, fmt.Errorf("input %q: shape %v, model takes %v (-1: any number of rows, or of tokens)", t.name, t.shape, want.Shape)
 	}
 	return int(t.shape[0]), nil
 }
@@ -197,6 +218,22 @@ func column(f arrow.Field, t *tensor, rows int) (arrow.Array, error) {
 	l, isList := f.Type.(*arrow.FixedSizeListType)
 	if isList {
 		width = int(l.Len())
+	}
+	if seqType, ok := f.Type.(*arrow.ListType); ok {
+		// Every row of a request has the tokens its shape says.
+		width = int(t.shape[1])
+		if i, err := d.check(t.data); err != nil {
+			return nil, fmt.Errorf("input %q: element %d (row %d): %w", t.name, i, i/max(width, 1), err)
+		}
+		vals := d.column(t.data)
+		defer vals.Release()
+		offsets := make([]int32, rows+1)
+		for r := range offsets {
+			offsets[r] = int32(r * width)
+		}
+		list := array.NewData(seqType, rows, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))}, []arrow.ArrayData{vals}, 0, 0)
+		defer list.Release()
+		return array.MakeFromData(list), nil
 	}
 	if i, err := d.check(t.data); err != nil {
 		return nil, fmt.Errorf("input %q: element %d (row %d): %w", t.name, i, i/max(width, 1), err)

@@ -239,7 +239,7 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 		var data any
 		switch {
 		case isBinary:
-			if want := int64(n * rawSize(d)); size != want || size > int64(len(binary)) {
+			if want := int64(n * rawSize(d)); (size != want && !variable(d, int(size), n)) || size > int64(len(binary)) {
 				return nil, invalid(fmt.Errorf("input %q: binary_data_size %d: shape %v of %s takes %d bytes, %d are left in the body", t.Name, size, t.Shape, t.Datatype, want, len(binary)))
 			}
 			data, err = d.fromRaw(binary[:size], n)

@@ -52,8 +52,8 @@ type dtype interface {
 	check(data any) (int, error)
 }
 
-// datatypes maps the protocol's datatype names to Arrow. FP16, BF16 and
-// BYTES have no Arrow column a drainpipe model reads, so they are refused.
+// datatypes maps the protocol's datatype names to Arrow. FP16 and BF16
+// have no Arrow column a drainpipe model reads, so they are refused.
 var datatypes = map[string]dtype{
 	"BOOL":   boolType{},
 	"INT8":   numeric[int8, int32]{arrow.PrimitiveTypes.Int8, intContents},
@@ -66,6 +66,7 @@ var datatypes = map[string]dtype{
 	"UINT64": numeric[uint64, uint64]{arrow.PrimitiveTypes.Uint64, uint64Contents},
 	"FP32":   numeric[float32, float32]{arrow.PrimitiveTypes.Float32, fp32Contents},
 	"FP64":   numeric[float64, float64]{arrow.PrimitiveTypes.Float64, fp64Contents},
+	"BYTES":  bytesType{},
 }
 
 func intContents(c *pb.InferTensorContents) *[]int32     { return &c.IntContents }
@@ -86,11 +87,16 @@ func datatypeName(t arrow.DataType) (string, bool) {
 }
 
 // metadata describes an Arrow field as a tensor: a primitive column is
-// [-1], a fixed_size_list<T>[k] column [-1, k].
+// [-1], a fixed_size_list<T>[k] column [-1, k], a list<T> column (a
+// sequence model's token ids) [-1, -1]: a request's rows each have the
+// length its shape says.
 func metadata(f arrow.Field) (TensorMetadata, error) {
 	elem, shape := f.Type, []int64{-1}
-	if l, ok := f.Type.(*arrow.FixedSizeListType); ok {
+	switch l := f.Type.(type) {
+	case *arrow.FixedSizeListType:
 		elem, shape = l.Elem(), []int64{-1, int64(l.Len())}
+	case *arrow.ListType:
+		elem, shape = l.Elem(), []int64{-1, -1}
 	}
 	name, ok := datatypeName(elem)
 	if !ok {
@@ -289,10 +295,14 @@ func (boolType) values(a arrow.Array, off, n int) (any, error) {
 
 func (boolType) check(any) (int, error) { return -1, nil }
 
-// rawSize returns the bytes per element of a datatype's raw contents.
+// rawSize returns the bytes per element of a datatype's raw contents;
+// for BYTES, whose elements vary, the least (a length).
 func rawSize(d dtype) int {
-	if _, ok := d.(boolType); ok {
+	switch d.(type) {
+	case boolType:
 		return 1
+	case bytesType:
+		return 4
 	}
 	return d.arrowType().(arrow.FixedWidthDataType).Bytes()
 }

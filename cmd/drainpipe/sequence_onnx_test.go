@@ -3,9 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -246,5 +249,95 @@ func TestSequenceBadInput(t *testing.T) {
 	_, stderr, err = drainpipe(append(predictArgs(mlp, filepath.Join(dir, "z.parquet")), "--window", "64")...)
 	if err == nil || !strings.Contains(stderr, "--window is for sequence models") {
 		t.Fatalf("err %v, stderr %s", err, stderr)
+	}
+}
+
+// The encoder served: one request a row (int64 token ids of shape
+// [1, n]) answers what the offline run of the same rows wrote, a request
+// of two equal rows answers both alike, the label comes as BYTES, and
+// /metrics has the tokens, the padding and the shapes run.
+func TestServeSequenceModel(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	in := tokenParquet(t, dir, 1)
+	out := filepath.Join(dir, "out.parquet")
+	if _, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", out, "--keep", "key", "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	offline := readAll(t, out)
+	var rows struct {
+		IDs [][]int64 `json:"input_ids"`
+	}
+	data, err := os.ReadFile(filepath.Join(encoderDir, "rows.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--model", "encoder="+encoderDir)
+	infer := func(ids ...[]int64) (embeddings [][]float32, labels []string) {
+		t.Helper()
+		var flat []int64
+		for _, r := range ids {
+			flat = append(flat, r...)
+		}
+		body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{
+			"name": "input_ids", "datatype": "INT64", "shape": []int{len(ids), len(ids[0])}, "data": flat}}})
+		resp, err := http.Post(s.http+"/v2/models/encoder/infer", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct {
+			Outputs []struct {
+				Name  string          `json:"name"`
+				Shape []int           `json:"shape"`
+				Data  json.RawMessage `json:"data"`
+			} `json:"outputs"`
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(raw, &res) != nil {
+			t.Fatalf("infer: %d %s", resp.StatusCode, raw)
+		}
+		for _, o := range res.Outputs {
+			switch o.Name {
+			case "embedding":
+				var v []float32
+				json.Unmarshal(o.Data, &v)
+				for i := 0; i < len(v); i += o.Shape[1] {
+					embeddings = append(embeddings, v[i:i+o.Shape[1]])
+				}
+			case "label":
+				json.Unmarshal(o.Data, &labels)
+			}
+		}
+		return embeddings, labels
+	}
+	for i := 0; i < len(rows.IDs); i += 10 {
+		emb, labels := infer(rows.IDs[i])
+		if len(emb) != 1 || len(labels) != 1 || labels[0] != offline.labels[i] {
+			t.Fatalf("row %d: %d embeddings, labels %v; offline %q", i, len(emb), labels, offline.labels[i])
+		}
+		for j, v := range offline.embedding[i] {
+			if d := math.Abs(float64(emb[0][j] - v)); d > 1e-5 {
+				t.Fatalf("row %d: served embedding %d is %v, offline %v", i, j, emb[0][j], v)
+			}
+		}
+	}
+	two, _ := infer(rows.IDs[7], rows.IDs[7])
+	if len(two) != 2 || fmt.Sprint(two[0]) != fmt.Sprint(two[1]) {
+		t.Fatalf("two equal rows: %v", two)
+	}
+	resp, err := http.Get(s.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`drainpipe_sequence_tokens_total{model="encoder",version="1"}`, `drainpipe_sequence_token_slots_total{model="encoder"`, `drainpipe_sequence_sub_batches_total{model="encoder",shape="1×`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

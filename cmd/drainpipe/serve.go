@@ -139,14 +139,21 @@ func serveCommand() *cobra.Command {
 			if strings.EqualFold(filepath.Ext(path), ".onnx") {
 				platform = "onnxruntime_onnx"
 			}
-			feature := cmp.Or(m.feature, "features")
-			return serve.ModelSpec{
+			sp := serve.ModelSpec{
 				Platform: platform, Model: m.model,
-				Input: arrow.NewSchema([]arrow.Field{{Name: feature, Type: tensor.Type(m.inputSize)}}, nil),
 				Options: []predict.Option{predict.WithBatchSizes(allowed...), predict.WithReplicas(*replicas),
 					predict.WithGroups(cmp.Or(*sessions, m.sessions))},
 				Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
-			}, nil
+			}
+			if m.seq != nil {
+				// Token ids, int64 [rows, tokens] a request (one request a
+				// row for rows of other lengths); the batch is the window.
+				sp.Platform, sp.Sequence = "onnxruntime_onnx", m.seq
+				sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
+			} else {
+				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)
+			}
+			return sp, nil
 		}
 		var specs []serve.ModelSpec
 		for _, arg := range models {
