@@ -38,6 +38,7 @@
 // Per-row outputs ([batch, H]) become fixed_size_list<float32> columns;
 // per-token outputs ([batch, sequence, H]) are pooled ([Mean] over the
 // mask, [CLS], [Last]; optionally L2-normalised) into an "embedding"
-// column; a "logits" output also gives "label" (id2label's names when
-// given) and "score" (its softmax probability).
+// column; a "logits" output also gives "probabilities" (its softmax),
+// "class" (the argmax), "score" (its probability) and, with id2label's
+// names given, "label" — the columns eval scores a classifier by.
 package seq

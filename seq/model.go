@@ -109,8 +109,10 @@ type column struct {
 
 const (
 	vectorColumn = iota
-	labelColumn
+	probabilitiesColumn
+	classColumn
 	scoreColumn
+	labelColumn
 )
 
 // New makes a Model over an engine.
@@ -150,15 +152,16 @@ func New(e Engine, opts ...Option) (*Model, error) {
 		}
 		m.cols = append(m.cols, column{field: arrow.Field{Name: name, Type: arrow.FixedSizeListOfNonNullable(int32(o.Width), arrow.PrimitiveTypes.Float32)}, output: i, width: o.Width})
 		if o.Name == LogitsOutput && !o.PerToken {
-			label := arrow.Field{Name: "label", Type: arrow.PrimitiveTypes.Int64}
-			if len(m.labels) > 0 {
-				if len(m.labels) != o.Width {
-					return nil, fmt.Errorf("seq: %d labels for %d logits", len(m.labels), o.Width)
-				}
-				label.Type = arrow.BinaryTypes.String
+			if len(m.labels) > 0 && len(m.labels) != o.Width {
+				return nil, fmt.Errorf("seq: %d labels for %d logits", len(m.labels), o.Width)
 			}
-			m.cols = append(m.cols, column{field: label, output: i, width: o.Width, kind: labelColumn},
+			m.cols = append(m.cols,
+				column{field: arrow.Field{Name: "probabilities", Type: arrow.FixedSizeListOfNonNullable(int32(o.Width), arrow.PrimitiveTypes.Float32)}, output: i, width: o.Width, kind: probabilitiesColumn},
+				column{field: arrow.Field{Name: "class", Type: arrow.PrimitiveTypes.Int64}, output: i, width: o.Width, kind: classColumn},
 				column{field: arrow.Field{Name: "score", Type: arrow.PrimitiveTypes.Float32}, output: i, width: o.Width, kind: scoreColumn})
+			if len(m.labels) > 0 {
+				m.cols = append(m.cols, column{field: arrow.Field{Name: "label", Type: arrow.BinaryTypes.String}, output: i, width: o.Width, kind: labelColumn})
+			}
 		}
 	}
 	for _, c := range m.cols {
@@ -515,27 +518,34 @@ func (m *Model) record(mem memory.Allocator, o *outputs, rows int) (arrow.Record
 	return array.NewRecordBatch(m.schema, cols, int64(rows)), nil
 }
 
-// classes makes a classifier's label or score column from its logits.
+// classes makes a classifier's column from its logits: the softmax
+// probabilities, the class (argmax), its probability, or its label.
 func (m *Model) classes(mem memory.Allocator, c column, logits []float32, rows int) arrow.Array {
 	var b array.Builder
-	switch {
-	case c.kind == scoreColumn:
-		b = array.NewFloat32Builder(mem)
-	case len(m.labels) > 0:
-		b = array.NewStringBuilder(mem)
-	default:
+	switch c.kind {
+	case probabilitiesColumn:
+		b = array.NewFixedSizeListBuilderWithField(mem, int32(c.width), arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Float32})
+	case classColumn:
 		b = array.NewInt64Builder(mem)
+	case scoreColumn:
+		b = array.NewFloat32Builder(mem)
+	default:
+		b = array.NewStringBuilder(mem)
 	}
 	defer b.Release()
+	probs := make([]float32, c.width)
 	for r := range rows {
-		best, p := softmaxMax(logits[r*c.width : (r+1)*c.width])
+		best := softmax(probs, logits[r*c.width:(r+1)*c.width])
 		switch b := b.(type) {
-		case *array.Float32Builder:
-			b.Append(p)
-		case *array.StringBuilder:
-			b.Append(m.labels[best])
+		case *array.FixedSizeListBuilder:
+			b.Append(true)
+			b.ValueBuilder().(*array.Float32Builder).AppendValues(probs, nil)
 		case *array.Int64Builder:
 			b.Append(int64(best))
+		case *array.Float32Builder:
+			b.Append(probs[best])
+		case *array.StringBuilder:
+			b.Append(m.labels[best])
 		}
 	}
 	return b.NewArray()

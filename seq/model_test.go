@@ -115,7 +115,7 @@ func run(t *testing.T, mem memory.Allocator, m *seq.Model, data [][]int64, windo
 		res.pooled = append(res.pooled, vectors("embedding")...)
 		res.sentence = append(res.sentence, vectors("sentence_embedding")...)
 		res.lgt = append(res.lgt, vectors("logits")...)
-		res.labels = append(res.labels, rec.Column(rec.Schema().FieldIndices("label")[0]).(*array.Int64).Int64Values()...)
+		res.labels = append(res.labels, rec.Column(rec.Schema().FieldIndices("class")[0]).(*array.Int64).Int64Values()...)
 		rec.Release()
 	}
 	return res, failed
@@ -356,6 +356,34 @@ func TestWithPlan(t *testing.T) {
 	for i := range data {
 		if !near(results[0].pooled[i], results[1].pooled[i], 1e-6) {
 			t.Fatalf("row %d: %v planned, %v in input order", i, results[0].pooled[i], results[1].pooled[i])
+		}
+	}
+}
+
+// TestLeftPadding pads rows at their start (decoder models): position
+// ids count from each row's first token, so every row still gets what it
+// gets alone.
+func TestLeftPadding(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 300)
+	for _, pl := range []seq.Planner{{Buckets: seq.DefaultBuckets(512)}, {MaxLength: 512}} {
+		m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithPlanner(pl), seq.WithLeftPadding(), seq.WithPadID(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run(t, mem, m, data, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ids := range data {
+			if len(ids) > 512 {
+				ids = ids[:512]
+			}
+			pooled, _, _ := seqtest.Reference(width, ids)
+			if len(ids) > 0 && !near(res.pooled[i], pooled, 1e-6) {
+				t.Fatalf("row %d: %v left-padded, %v alone", i, res.pooled[i], pooled)
+			}
 		}
 	}
 }

@@ -82,9 +82,9 @@ func normalize(v []float32) {
 	}
 }
 
-// softmaxMax returns the index of the largest logit and its softmax
-// probability.
-func softmaxMax(logits []float32) (int, float32) {
+// softmax writes the softmax of logits into dst and returns the index
+// of the largest.
+func softmax(dst, logits []float32) int {
 	best := 0
 	for i, v := range logits {
 		if v > logits[best] {
@@ -92,8 +92,13 @@ func softmaxMax(logits []float32) (int, float32) {
 		}
 	}
 	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v - logits[best]))
+	for i, v := range logits {
+		e := math.Exp(float64(v - logits[best]))
+		dst[i] = float32(e)
+		sum += e
 	}
-	return best, float32(1 / sum)
+	for i := range dst {
+		dst[i] = float32(float64(dst[i]) / sum)
+	}
+	return best
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,9 +31,26 @@ type evalReport struct {
 	Label string `json:"label"`
 	Rows  int64  `json:"rows"`
 	// RowsSetAside is the rows --set-aside took out of the metrics.
-	RowsSetAside int64              `json:"rows_set_aside,omitempty"`
-	Metrics      map[string]float64 `json:"metrics"`
-	Confusion    [][]int64          `json:"confusion,omitempty"` // row = label, column = predicted class
+	RowsSetAside int64        `json:"rows_set_aside,omitempty"`
+	Metrics      metricValues `json:"metrics"`
+	Confusion    [][]int64    `json:"confusion,omitempty"` // row = label, column = predicted class
+}
+
+// metricValues are a report's metrics. A metric with no value (a ROC AUC
+// over labels of one class, a macro score over no rows) is NaN, which
+// JSON has no number for: it is written as null.
+type metricValues map[string]float64
+
+func (m metricValues) MarshalJSON() ([]byte, error) {
+	out := make(map[string]*float64, len(m))
+	for k, v := range m {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[k] = &v
+		} else {
+			out[k] = nil
+		}
+	}
+	return json.Marshal(out)
 }
 
 const evalLong = `Exact metrics of a classifier, or of a regression output, over every row,
@@ -58,6 +76,8 @@ func evalCommand() *cobra.Command {
 	plotDir := fs.String("plot", "", "draw the confusion matrix, the ROC curve (2 classes) and a histogram of the predicted class's probability into this folder (PNG)")
 	overwrite := fs.Bool("overwrite", false, "replace the --json file, the --plot images and the --set-aside file if they exist")
 	normalized := fs.Bool("normalize", false, "draw the confusion matrix with each label's row as fractions (its recall on the diagonal)")
+	sq := defaultSequenceFlags()
+	sq.add(fs, false)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout := c.Context(), c.OutOrStdout()
 		switch {
@@ -80,9 +100,12 @@ func evalCommand() *cobra.Command {
 		if err := in.checkWrites(*overwrite, outputs...); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		m, err := loadModel(*modelPath, in.featureCol, nil)
+		m, err := loadModel(*modelPath, in.featureCol, sq)
 		if err != nil {
 			return err
+		}
+		if err := sq.check(c.Flags(), m); err != nil {
+			return usageError(fmt.Errorf("eval: %w", err))
 		}
 		plan, err := planEval(m.model, *value)
 		if err != nil {
@@ -101,6 +124,10 @@ func evalCommand() *cobra.Command {
 		}
 		cfg.Model, cfg.ModelID, cfg.InputSize = m.model, m.id, m.inputSize
 		cfg.BatchSize, cfg.Overwrite = *batch, *overwrite
+		if m.seq != nil {
+			m.sequenceJob(&cfg)
+			fmt.Fprint(c.ErrOrStderr(), describeShapes(m.seq))
+		}
 		cfg.Predict = []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))}
 		cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		prog := in.progress(c.ErrOrStderr(), "evaluating")

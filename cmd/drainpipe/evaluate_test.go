@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -119,5 +120,13 @@ func TestPlanEval(t *testing.T) {
 		case plan.k != c.k:
 			t.Errorf("%s: k = %d, want %d", c.name, plan.k, c.k)
 		}
+	}
+}
+
+// A metric with no value (NaN) is written as JSON null, not an error.
+func TestMetricValuesJSON(t *testing.T) {
+	b, err := json.Marshal(metricValues{"accuracy": 0.5, "roc_auc": math.NaN()})
+	if err != nil || string(b) != `{"accuracy":0.5,"roc_auc":null}` {
+		t.Fatalf("%s, %v", b, err)
 	}
 }

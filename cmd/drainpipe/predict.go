@@ -47,7 +47,7 @@ func predictCommand() *cobra.Command {
 	breakLock := fs.Bool("break-lock", false, "take over the lock a job that died left on an output on object storage")
 	statsJSON := fs.String("stats-json", "", "write the run's statistics to this JSON file")
 	sq := defaultSequenceFlags()
-	sq.add(fs)
+	sq.add(fs, true)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 		switch {
@@ -79,7 +79,7 @@ func predictCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := checkSequenceFlags(c.Flags(), m); err != nil {
+		if err := sq.check(c.Flags(), m); err != nil {
 			return usageError(fmt.Errorf("predict: %w", err))
 		}
 		column := in.featureCol

@@ -32,6 +32,7 @@ type sequenceFlags struct {
 	pooling         string
 	normalize       bool
 	refuseLong      bool
+	names           []string // the flags added
 }
 
 // defaultSequenceFlags are the flags' defaults, for commands without
@@ -40,14 +41,25 @@ func defaultSequenceFlags() *sequenceFlags {
 	return &sequenceFlags{maxTokens: seq.DefaultMaxTokens, window: 4096}
 }
 
-func (f *sequenceFlags) add(fs *pflag.FlagSet) {
+// add adds the flags; eval, whose --normalize is its confusion
+// matrix's, scores no embeddings and leaves normalize out.
+func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
+	before := map[string]bool{}
+	fs.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
+	defer fs.VisitAll(func(fl *pflag.Flag) {
+		if !before[fl.Name] {
+			f.names = append(f.names, fl.Name)
+		}
+	})
 	fs.StringVar(&f.tokens, "tokens-column", "", "sequence models: the column of token ids, a list of int32 or int64 a row (default: input_ids)")
 	fs.StringVar(&f.typeIDs, "type-ids-column", "", "sequence models: a column of token type ids, one a token (default: zeros)")
 	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^⅙ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
 	fs.IntVar(&f.maxTokens, "max-batch-tokens", seq.DefaultMaxTokens, "sequence models: token slots a sub-batch may hold (rows × length)")
 	fs.IntVar(&f.window, "window", 4096, "sequence models: rows sorted by length together (the batch of a sequence model)")
 	fs.StringVar(&f.pooling, "pooling", "", "sequence models: how per-token outputs become one vector a row: mean, cls or last (default: the model folder's, or mean)")
-	fs.BoolVar(&f.normalize, "normalize", false, "sequence models: scale pooled embeddings to unit length (default: as the model folder says)")
+	if normalize {
+		fs.BoolVar(&f.normalize, "normalize", false, "sequence models: scale pooled embeddings to unit length (default: as the model folder says)")
+	}
 	fs.BoolVar(&f.refuseLong, "refuse-long", false, "sequence models: set aside rows longer than the longest length instead of truncating them at their end")
 }
 
@@ -239,13 +251,13 @@ func describeShapes(m *seq.Model) string {
 	return b.String()
 }
 
-// checkSequenceFlags refuses sequence flags given for a model that is
+// check refuses sequence flags given for a model that is
 // not a sequence model: they would be ignored.
-func checkSequenceFlags(fs *pflag.FlagSet, m *loadedModel) error {
+func (f *sequenceFlags) check(fs *pflag.FlagSet, m *loadedModel) error {
 	if m.seq != nil {
 		return nil
 	}
-	for _, name := range []string{"tokens-column", "type-ids-column", "seq-buckets", "max-batch-tokens", "window", "pooling", "normalize", "refuse-long"} {
+	for _, name := range f.names {
 		if fs.Changed(name) {
 			return fmt.Errorf("--%s is for sequence models (inputs input_ids, attention_mask, …); this model is not one", name)
 		}

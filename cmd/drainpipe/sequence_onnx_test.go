@@ -43,10 +43,38 @@ func tokenParquet(t *testing.T, dir string, copies int, nulls ...int) string {
 		WITH r AS (SELECT input_ids, token_type_ids FROM read_json(`+duckdb.Quote(rows)+`)),
 		i AS (SELECT unnest(generate_series(1, len(input_ids))) AS i FROM r),
 		c AS (SELECT unnest(generate_series(0, `+strconv.Itoa(copies-1)+`)) AS c),
-		t AS (SELECT c * len(r.input_ids) + i - 1 AS k, r.input_ids[i]::INTEGER[] AS ids, r.token_type_ids[i]::INTEGER[] AS types FROM r, i, c)
-		SELECT k AS key, CASE WHEN `+null+` THEN NULL ELSE ids END AS input_ids, types AS token_type_ids FROM t ORDER BY k
+		t AS (SELECT c * len(r.input_ids) + i - 1 AS k, i, r.input_ids[i]::INTEGER[] AS ids, r.token_type_ids[i]::INTEGER[] AS types FROM r, i, c)
+		SELECT k AS key, CASE WHEN `+null+` THEN NULL ELSE ids END AS input_ids, types AS token_type_ids,
+			`+torchClasses(t)+`[i]::INTEGER AS sentiment FROM t ORDER BY k
 	) TO `+duckdb.Quote(out)+` (FORMAT parquet, ROW_GROUP_SIZE 2048)`)
 	return out
+}
+
+// torchClasses returns, as a DuckDB list, the class PyTorch's logits
+// give each test row.
+func torchClasses(t *testing.T) string {
+	t.Helper()
+	var torch struct {
+		Logits [][]float32 `json:"logits"`
+	}
+	data, err := os.ReadFile(filepath.Join(encoderDir, "torch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &torch); err != nil {
+		t.Fatal(err)
+	}
+	classes := make([]string, len(torch.Logits))
+	for i, l := range torch.Logits {
+		best := 0
+		for j, v := range l {
+			if v > l[best] {
+				best = j
+			}
+		}
+		classes[i] = strconv.Itoa(best)
+	}
+	return "[" + strings.Join(classes, ",") + "]"
 }
 
 func needONNX(t *testing.T) {
@@ -339,5 +367,35 @@ func TestServeSequenceModel(t *testing.T) {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// eval scores the encoder as a classifier over its token rows, labelled
+// with PyTorch's classes: accuracy 1.
+func TestEvalSequenceModel(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	in := tokenParquet(t, dir, 1)
+	report := filepath.Join(dir, "eval.json")
+	stdout, stderr, err := drainpipe("eval", "--model", encoderDir, "--input", in, "--label", "sentiment", "--type-ids-column", "token_type_ids",
+		"--window", "128", "--json", report, "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var doc struct {
+		Rows    int64               `json:"rows"`
+		Metrics map[string]*float64 `json:"metrics"`
+	}
+	data, _ := os.ReadFile(report)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Rows != 303 || doc.Metrics["accuracy"] == nil || *doc.Metrics["accuracy"] != 1 {
+		t.Fatalf("eval: %s\n%s", data, stdout)
+	}
+	// The random encoder gives every row class 0: a ROC AUC over labels of
+	// one class has no value, written as null.
+	if v, ok := doc.Metrics["roc_auc_class_0"]; !ok || v != nil {
+		t.Fatalf("roc_auc_class_0: %v in %s", v, data)
 	}
 }
