@@ -16,12 +16,29 @@ import (
 	"time"
 
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/serve/tritonpb"
 )
 
 // Repository is a folder of models in Triton's layout:
 //
+//	DIR/NAME/config.pbtxt         optional: Triton's model configuration
 //	DIR/NAME/config.json          optional: version policy and batching
 //	DIR/NAME/VERSION/model.EXT    VERSION a positive integer, model.EXT one of Files
+//
+// config.pbtxt is read as Triton writes it (text protobuf, Triton's field
+// names): max_batch_size bounds every batch (the allowed sizes are
+// dynamic_batching's preferred_batch_size and max_batch_size, or the
+// powers of two up to it), max_queue_delay_microseconds is the batcher's
+// delay (no dynamic_batching: none), default_queue_policy's
+// max_queue_size and default_timeout_microseconds its queue bound (in
+// rows) and timeout, instance_group's counts the session groups,
+// version_policy the versions served, default_model_filename the file
+// read, and the inputs and outputs it lists are checked against the
+// model's (name, data_type, dims past the batch dimension), as the
+// platform or backend against the file. A field drainpipe cannot honour
+// (GPU instances, sequence batching, priorities, reshape, optimization,
+// a platform it does not run) fails the load, naming it; parameters,
+// which Triton's backends take as hints, are logged and not used.
 //
 // config.json holds {"version_policy": {"latest": N} | {"all": true} |
 // {"specific": ["1", "3"]}, "batch_sizes": [1, 2, 4, 8], "max_delay":
@@ -29,7 +46,9 @@ import (
 // "replicas": 1}, every field optional; the default policy serves the
 // latest version. What a config may ask for is bounded (batch sizes up to
 // MaxBatchSize, sessions and replicas up to MaxSessions, queue rows up to
-// MaxQueueRows): a config over a bound does not load.
+// MaxQueueRows): a config over a bound does not load. Beside a
+// config.pbtxt, config.json sets what Triton has no field for (replicas);
+// a field both set is refused.
 //
 // Version folders are positive integers written without leading zeros,
 // as Triton's are; other names are passed over with a warning. Version
@@ -137,6 +156,10 @@ type modelConfig struct {
 	Timeout    duration `json:"timeout"`
 	Sessions   int      `json:"sessions"`
 	Replicas   int      `json:"replicas"`
+
+	// triton is the model's config.pbtxt, if it has one: a loaded model
+	// is checked against it.
+	triton *tritonpb.ModelConfig
 }
 
 // duration is a JSON string such as "2ms".
@@ -155,7 +178,8 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 // apply sets the config's batching on a spec.
 func (c modelConfig) apply(spec *ModelSpec) {
 	if len(c.BatchSizes) > 0 {
-		spec.Options = append(spec.Options, predict.WithBatchSizes(c.BatchSizes...))
+		// The largest is the batch size, whatever the model's loader said.
+		spec.Options = append(spec.Options, predict.WithBatchSize(c.BatchSizes[len(c.BatchSizes)-1]), predict.WithBatchSizes(c.BatchSizes...))
 	}
 	if c.Sessions > 0 {
 		spec.Options = append(spec.Options, predict.WithGroups(c.Sessions))
@@ -213,8 +237,12 @@ func (r *repository) warnOnce(path, msg string) {
 
 // modelFile returns a version folder's model file: the first of Files
 // there, if it is a regular file of a bounded size.
-func (r *repository) modelFile(dir string) (fileState, error) {
-	for _, name := range r.Files {
+func (r *repository) modelFile(dir, name string) (fileState, error) {
+	files := r.Files
+	if name != "" {
+		files = []string{name} // config.pbtxt's default_model_filename
+	}
+	for _, name := range files {
 		path := filepath.Join(dir, name)
 		st, err := os.Stat(path) // a link is followed to what it names
 		if errors.Is(err, fs.ErrNotExist) {
@@ -248,18 +276,8 @@ func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[s
 	if err != nil {
 		return nil, cfg, nil, err
 	}
-	config := ""
-	if data, err := readBounded(filepath.Join(dir, "config.json"), 1<<20); err == nil {
-		config = string(data)
-		dec := json.NewDecoder(strings.NewReader(config))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return nil, cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
-		}
-		if err := cfg.check(); err != nil {
-			return nil, cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	config, err := r.readConfig(dir, name, &cfg)
+	if err != nil {
 		return nil, cfg, nil, err
 	}
 	found, bad := map[string]fileState{}, map[string]error{}
@@ -272,7 +290,7 @@ func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[s
 			r.warnOnce(path, "a folder that is not a version (a positive integer without leading zeros) is passed over")
 			continue
 		}
-		file, err := r.modelFile(path)
+		file, err := r.modelFile(path, cfg.triton.GetDefaultModelFilename())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // no model yet
 		}
@@ -302,6 +320,60 @@ func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[s
 	}
 	maps.DeleteFunc(found, func(v string, _ fileState) bool { return !keep[v] })
 	return found, cfg, bad, nil
+}
+
+// readConfig reads a model folder's config.pbtxt (Triton's) and
+// config.json (drainpipe's, for what Triton has no field for) into cfg,
+// and returns their text, to tell when either changes.
+func (r *repository) readConfig(dir, name string, cfg *modelConfig) (string, error) {
+	var text strings.Builder
+	pbtxt := filepath.Join(dir, tritonConfigFile)
+	if data, err := readBounded(pbtxt, 1<<20); err == nil {
+		text.Write(data)
+		policy := cfg.VersionPolicy
+		if *cfg, err = parseTriton(data, name, r.s.cfg.logger); err != nil {
+			return "", fmt.Errorf("%s: %w", pbtxt, err)
+		}
+		if cfg.VersionPolicy.Latest == 0 && !cfg.VersionPolicy.All && len(cfg.VersionPolicy.Specific) == 0 {
+			cfg.VersionPolicy = policy
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	path := filepath.Join(dir, "config.json")
+	data, err := readBounded(path, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return text.String(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	text.WriteString("\n")
+	text.Write(data)
+	var j modelConfig
+	j.VersionPolicy = cfg.VersionPolicy
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if cfg.triton == nil {
+		*cfg = j
+	} else {
+		var set map[string]json.RawMessage
+		json.Unmarshal(data, &set)
+		fields := map[string]bool{}
+		for k := range set {
+			fields[k] = true
+		}
+		if err := cfg.merge(j, fields); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := cfg.check(); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return text.String(), nil
 }
 
 // readBounded reads a regular file of at most limit bytes.
@@ -425,6 +497,9 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 			continue
 		}
 		spec, err := r.Load(ctx, file.path)
+		if err == nil && cfg.triton != nil {
+			err = checkTriton(cfg.triton, file.path, spec)
+		}
 		if err == nil {
 			spec.Name, spec.Version = name, v
 			cfg.apply(&spec)

@@ -1,0 +1,149 @@
+package serve
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/online"
+	"github.com/drainpipe/drainpipe/predict"
+)
+
+// tritonRepository is a repository of MLPs (a model file holds its seed),
+// each with the config.pbtxt given, served at batch size 256 unless the
+// config says otherwise.
+func tritonRepository(t *testing.T, configs map[string]string) Repository {
+	dir := t.TempDir()
+	for name, config := range configs {
+		if err := os.MkdirAll(filepath.Join(dir, name, "1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, name, "1", "model.seed"), []byte("7"), 0o644)
+		os.WriteFile(filepath.Join(dir, name, "config.pbtxt"), []byte(config), 0o644)
+	}
+	mem := arrowtest.Allocator(t)
+	return Repository{Dir: dir, Files: []string{"model.seed"}, Load: func(_ context.Context, path string) (ModelSpec, error) {
+		data, _ := os.ReadFile(path)
+		seed, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+		m, err := cpu.NewMLP([]int{features, 16, 3}, cpu.ReLU, rand.New(rand.NewPCG(seed, 2)))
+		if err != nil {
+			return ModelSpec{}, err
+		}
+		return ModelSpec{Model: m, Input: mlpInput(),
+			Options:  []predict.Option{predict.WithBatchSize(256), predict.WithAllocator(mem)},
+			Batching: online.Options{MaxDelay: time.Millisecond}}, nil
+	}}
+}
+
+// A configuration as Triton's documentation writes one: max_batch_size
+// bounds every batch (a 40-row request runs in batches of at most 4),
+// instance_group's count is the session groups, the dynamic batcher's
+// delay and queue policy are the online batcher's, and the inputs and
+// outputs it lists are checked against the model's.
+func TestTritonConfig(t *testing.T) {
+	repo := tritonRepository(t, map[string]string{"classifier": `
+name: "classifier"
+max_batch_size: 4
+input [
+  {
+    name: "features"
+    data_type: TYPE_FP32
+    dims: [ 8 ]
+  }
+]
+output [
+  {
+    name: "probabilities"
+    data_type: TYPE_FP32
+    dims: [ 3 ]
+  },
+  {
+    name: "class"
+    data_type: TYPE_INT64
+    dims: [ 1 ]
+  }
+]
+dynamic_batching {
+  preferred_batch_size: [ 2, 4 ]
+  max_queue_delay_microseconds: 500
+  default_queue_policy {
+    timeout_action: REJECT
+    default_timeout_microseconds: 5000000
+    max_queue_size: 1000
+  }
+}
+instance_group [
+  {
+    count: 2
+    kind: KIND_CPU
+  }
+]
+version_policy: { latest: { num_versions: 1 } }
+parameters: {
+  key: "intra_op_thread_count"
+  value: { string_value: "1" }
+}
+`})
+	r := serveTest(t, nil, WithRepository(repo))
+	if got := r.indexText(t); got != "classifier 1 READY" {
+		t.Fatalf("index: %s", got)
+	}
+	code, body := r.do(t, "POST", "/v2/models/classifier/infer", inferBody(rows(0, 40), false, nil), nil)
+	if code != 200 {
+		t.Fatalf("infer: %d %s", code, body)
+	}
+	_, metrics := r.do(t, "GET", "/metrics", nil, nil)
+	count := regexp.MustCompile(`drainpipe_batch_size_rows_count\{model="classifier"\} (\d+)`).FindSubmatch(metrics)
+	le4 := regexp.MustCompile(`drainpipe_batch_size_rows_bucket\{model="classifier",le="4"\} (\d+)`).FindSubmatch(metrics)
+	if count == nil || le4 == nil || string(count[1]) != string(le4[1]) || string(count[1]) == "0" {
+		t.Fatalf("batches over max_batch_size 4:\n%s", metrics)
+	}
+}
+
+// A field drainpipe cannot honour fails the load, naming it.
+func TestTritonConfigRefusals(t *testing.T) {
+	for name, c := range map[string]struct{ config, want string }{
+		"gpu":       {"max_batch_size: 8\ninstance_group [ { count: 1 kind: KIND_GPU gpus: [ 0 ] } ]", "instance_group[0]: GPU"},
+		"sequence":  {"max_batch_size: 8\nsequence_batching { }", "sequence_batching"},
+		"optimize":  {"max_batch_size: 8\noptimization { execution_accelerators { cpu_execution_accelerator: [ { name: \"openvino\" } ] } }", "optimization"},
+		"nobatch":   {"max_batch_size: 0", "max_batch_size: 0"},
+		"dtype":     {"max_batch_size: 8\ninput [ { name: \"features\" data_type: TYPE_FP16 dims: [ 8 ] } ]", "data_type TYPE_FP16"},
+		"dims":      {"max_batch_size: 8\ninput [ { name: \"features\" data_type: TYPE_FP32 dims: [ 9 ] } ]", "dims [9]"},
+		"noinput":   {"max_batch_size: 8\ninput [ { name: \"pixels\" data_type: TYPE_FP32 dims: [ 8 ] } ]", `input "pixels": the model has no such input`},
+		"tensorrt":  {"platform: \"tensorrt_plan\"\nmax_batch_size: 8", `platform: "tensorrt_plan"`},
+		"onnx":      {"platform: \"onnxruntime_onnx\"\nmax_batch_size: 8", `platform: "onnxruntime_onnx", but the model file is`},
+		"name":      {"name: \"other\"\nmax_batch_size: 8", `name: "other"`},
+		"priority":  {"max_batch_size: 8\ndynamic_batching { priority_levels: 2 }", "priority_levels"},
+		"delay":     {"max_batch_size: 8\ndynamic_batching { default_queue_policy { timeout_action: DELAY } }", "timeout_action: DELAY"},
+		"preferred": {"max_batch_size: 8\ndynamic_batching { preferred_batch_size: [ 16 ] }", "preferred_batch_size: 16"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			repo := tritonRepository(t, map[string]string{name: c.config})
+			r := serveTest(t, nil, WithRepository(repo), WithExitOnError(false))
+			if got := r.indexText(t); !strings.Contains(got, "UNAVAILABLE") || !strings.Contains(got, c.want) {
+				t.Fatalf("index: %s\nwant a failure naming %q", got, c.want)
+			}
+		})
+	}
+}
+
+// config.json stays for what Triton has no field for (replicas); a field
+// both files set is refused.
+func TestTritonConfigWithConfigJSON(t *testing.T) {
+	repo := tritonRepository(t, map[string]string{"a": "max_batch_size: 8", "b": "max_batch_size: 8"})
+	os.WriteFile(filepath.Join(repo.Dir, "a", "config.json"), []byte(`{"replicas": 2}`), 0o644)
+	os.WriteFile(filepath.Join(repo.Dir, "b", "config.json"), []byte(`{"batch_sizes": [16]}`), 0o644)
+	r := serveTest(t, nil, WithRepository(repo), WithExitOnError(false))
+	got := r.indexText(t)
+	if !strings.Contains(got, "a 1 READY") || !strings.Contains(got, "config.json sets batch_sizes, which config.pbtxt sets too") {
+		t.Fatalf("index: %s", got)
+	}
+}
