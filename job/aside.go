@@ -279,7 +279,7 @@ func (c *Config) badRows(rec arrow.RecordBatch, a *aside, gathered []string) []b
 			col := rec.Column(rec.Schema().FieldIndices(name)[0])
 			for i := 0; col.NullN() > 0 && i < rows; i++ {
 				if col.IsNull(i) {
-					perRow = append(perRow, badRow{i, name, "null token list"})
+					perRow = append(perRow, badRow{i, name, "null value"}) // token ids, or text
 				}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/predict"
@@ -69,7 +70,12 @@ type Config struct {
 	// if set, is read along for the model and not written.
 	Tokens        bool
 	TypeIDsColumn string
-	Keep          []string // input columns written next to the predictions
+	// Stage, if set, maps the input after its screening and before the
+	// predictor, on the input side (a tokenizer making FeatureColumn's
+	// text into the token ids a sequence model reads). Its changes of
+	// schema reach the model; the output keeps Keep and Label.
+	Stage func(*dataset.Dataset) (*dataset.Dataset, error)
+	Keep  []string // input columns written next to the predictions
 	// Label, if set, is a column passed through after Keep (an evaluation's
 	// labels) and never gathered as a feature; in SetAside mode a row
 	// whose label is null is set aside.

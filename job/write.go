@@ -70,6 +70,11 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 	if a != nil {
 		defer a.release()
 	}
+	if c.Stage != nil {
+		if ds, err = c.Stage(ds); err != nil {
+			return nil, err
+		}
+	}
 	var stats predict.Stats
 	records := func(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] { return c.read(ctx, ds) }
 	if c.Model != nil {

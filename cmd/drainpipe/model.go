@@ -19,6 +19,7 @@ import (
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/storage"
 	"github.com/drainpipe/drainpipe/tensor"
+	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 // sessionsHelp describes every command's --sessions flag.
@@ -38,6 +39,9 @@ type loadedModel struct {
 	fileSHA   string   // the ONNX file's digest (id also holds the settings)
 	typeIDs   string
 	window    int
+	// tok encodes the text column text into the token column (feature).
+	tok  *tokenizer.Tokenizer
+	text string
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads

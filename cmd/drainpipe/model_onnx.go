@@ -62,6 +62,11 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	if err != nil {
 		return nil, err
 	}
+	tok, tokDigest, err := sq.loadTokenizer(hf)
+	if err != nil {
+		return nil, err
+	}
+	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
 	eng, err := onnx.OpenSequence(path)
 	if err != nil {
 		return nil, err
@@ -71,6 +76,6 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
 	id := sha256.Sum256([]byte(digest + "\n" + desc))
-	return &loadedModel{model: m, seq: m, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window,
+	return &loadedModel{model: m, seq: m, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text,
 		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }

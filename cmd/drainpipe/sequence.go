@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,14 +19,17 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/seq"
+	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 // sequenceFlags are the flags of a sequence model (a transformer over
 // token ids): predict and eval take them.
 type sequenceFlags struct {
 	tokens, typeIDs string
+	text, tokenizer string
 	buckets         string
 	maxTokens       int
 	window          int
@@ -52,6 +56,8 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 		}
 	})
 	fs.StringVar(&f.tokens, "tokens-column", "", "sequence models: the column of token ids, a list of int32 or int64 a row (default: input_ids)")
+	fs.StringVar(&f.text, "text-column", "", "sequence models: a column of text (string, large_string, string_view, dictionary), tokenized on the input side by the model folder's tokenizer.json or --tokenizer")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "sequence models: the tokenizer.json that --text-column is encoded with (default: the model folder's)")
 	fs.StringVar(&f.typeIDs, "type-ids-column", "", "sequence models: a column of token type ids, one a token (default: zeros)")
 	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^⅙ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
 	fs.IntVar(&f.maxTokens, "max-batch-tokens", seq.DefaultMaxTokens, "sequence models: token slots a sub-batch may hold (rows × length)")
@@ -75,6 +81,7 @@ type hfFolder struct {
 	pooling   string   // 1_Pooling's mode, if any
 	normalize bool     // a Normalize module
 	digest    string   // of the configuration files read
+	tokenizer string   // its tokenizer.json, if it has one
 }
 
 // modelFile returns the ONNX file of a model folder: onnx/model.onnx or
@@ -176,7 +183,36 @@ func readHFFolder(modelPath string) (hfFolder, error) {
 		return strings.HasSuffix(m.Type, ".Normalize")
 	})
 	f.digest = hex.EncodeToString(h.Sum(nil))
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		f.tokenizer = filepath.Join(dir, "tokenizer.json")
+	}
 	return f, nil
+}
+
+// loadTokenizer loads the tokenizer --text-column is encoded with: the
+// --tokenizer file, or the model folder's. It returns nil without
+// --text-column, and the file's digest for the job's model id.
+func (f *sequenceFlags) loadTokenizer(hf hfFolder) (*tokenizer.Tokenizer, string, error) {
+	if f.text == "" {
+		if f.tokenizer != "" {
+			return nil, "", fmt.Errorf("--tokenizer encodes --text-column, which is not given")
+		}
+		return nil, "", nil
+	}
+	path := cmp.Or(f.tokenizer, hf.tokenizer)
+	if path == "" {
+		return nil, "", fmt.Errorf("--text-column %s: no tokenizer (the model folder has no tokenizer.json: give --tokenizer)", f.text)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--tokenizer: %w", err)
+	}
+	tok, err := tokenizer.Load(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	return tok, hex.EncodeToString(sum[:]), nil
 }
 
 // sequenceOptions turns the flags and a model folder's configuration
@@ -266,10 +302,17 @@ func (f *sequenceFlags) check(fs *pflag.FlagSet, m *loadedModel) error {
 }
 
 // sequenceJob makes a job run a sequence model: its batch is the window,
-// its feature column the token ids.
+// its feature column the token ids, or the text a tokenizer makes them
+// of on the input side.
 func (m *loadedModel) sequenceJob(cfg *job.Config) {
 	cfg.Tokens, cfg.FeatureColumn, cfg.TypeIDsColumn = true, m.feature, m.typeIDs
 	cfg.BatchSize, cfg.InputSize, cfg.Gather = m.window, 0, nil
+	if m.tok != nil {
+		cfg.FeatureColumn = m.text
+		cfg.Stage = func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+			return tokenizer.Tokens(ds, m.tok, m.text, m.feature, cfg.Allocator)
+		}
+	}
 }
 
 // printSequenceStats says what a sequence model ran: tokens, padding,

@@ -239,7 +239,7 @@ func TestSequenceBadInput(t *testing.T) {
 		t.Fatalf("summary %q", stdout)
 	}
 	got := duckdbtest.Query(t, "SELECT key, reason FROM read_parquet("+duckdb.Quote(aside)+") ORDER BY key")
-	if len(got) != 2 || fmt.Sprint(got[0][0]) != "4" || fmt.Sprint(got[1][0]) != "100" || !strings.Contains(got[0][1].(string), "null token list") {
+	if len(got) != 2 || fmt.Sprint(got[0][0]) != "4" || fmt.Sprint(got[1][0]) != "100" || !strings.Contains(got[0][1].(string), "null value") {
 		t.Fatalf("set aside: %v", got)
 	}
 
@@ -397,5 +397,44 @@ func TestEvalSequenceModel(t *testing.T) {
 	// one class has no value, written as null.
 	if v, ok := doc.Metrics["roc_auc_class_0"]; !ok || v != nil {
 		t.Fatalf("roc_auc_class_0: %v in %s", v, data)
+	}
+}
+
+// --text-column: a text column DuckDB wrote, tokenized on the input side
+// by the model folder's tokenizer.json, predicts what the same rows'
+// token ids from the Rust tokenizers predict, bit for bit; a null text
+// is set aside.
+func TestPredictTextColumn(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	texts, _ := filepath.Abs(filepath.Join(encoderDir, "texts.json"))
+	in := filepath.Join(dir, "texts.parquet")
+	duckdbtest.Query(t, `COPY (
+		WITH r AS (SELECT texts, input_ids FROM read_json(`+duckdb.Quote(texts)+`)),
+		i AS (SELECT unnest(generate_series(1, len(texts))) AS i FROM r)
+		SELECT i - 1 AS key, CASE WHEN i = 8 THEN NULL ELSE texts[i] END AS body, input_ids[i]::INTEGER[] AS input_ids FROM r, i ORDER BY i
+	) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
+	fromText, fromIDs := filepath.Join(dir, "text.parquet"), filepath.Join(dir, "ids.parquet")
+	stdout, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", fromText, "--keep", "key",
+		"--text-column", "body", "--set-aside", filepath.Join(dir, "aside.parquet"), "--window", "64", "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=399 ") || !strings.Contains(stdout, "set_aside=1") {
+		t.Fatalf("summary %q", stdout)
+	}
+	if _, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", fromIDs, "--keep", "key",
+		"--tokens-column", "input_ids", "--window", "64", "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	a, b := readAll(t, fromText), readAll(t, fromIDs)
+	if len(a.keys) != 399 || len(b.keys) != 400 {
+		t.Fatalf("%d and %d rows", len(a.keys), len(b.keys))
+	}
+	for i, k := range a.keys {
+		j := int(k) // the ids run has every row, the null text's too
+		if fmt.Sprint(a.embedding[i]) != fmt.Sprint(b.embedding[j]) || a.labels[i] != b.labels[j] {
+			t.Fatalf("row %d: from text %v, from the Rust tokenizers' ids %v", k, a.embedding[i], b.embedding[j])
+		}
 	}
 }

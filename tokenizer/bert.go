@@ -1,0 +1,184 @@
+package tokenizer
+
+import (
+	"slices"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// bertNormalizer is Hugging Face's BertNormalizer.
+type bertNormalizer struct {
+	CleanText          bool  `json:"clean_text"`
+	HandleChineseChars bool  `json:"handle_chinese_chars"`
+	StripAccents       *bool `json:"strip_accents"`
+	Lowercase          bool  `json:"lowercase"`
+}
+
+func (b *bertNormalizer) normalize(n *normalized) {
+	if b.CleanText {
+		n.transform(func(r rune, out []rune) []rune {
+			switch {
+			case r == 0 || r == 0xfffd || isControl(r):
+				return out
+			case isBertWhitespace(r):
+				return append(out, ' ')
+			}
+			return append(out, r)
+		})
+	}
+	if b.HandleChineseChars {
+		n.transform(func(r rune, out []rune) []rune {
+			if isChinese(r) {
+				return append(out, ' ', r, ' ')
+			}
+			return append(out, r)
+		})
+	}
+	strip := b.Lowercase
+	if b.StripAccents != nil {
+		strip = *b.StripAccents
+	}
+	if strip {
+		n.nfd()
+		n.transform(func(r rune, out []rune) []rune {
+			if unicode9(r, unicode.Mn) {
+				return out
+			}
+			return append(out, r)
+		})
+	}
+	if b.Lowercase {
+		n.transform(lower)
+	}
+}
+
+// lower is Rust's char::to_lowercase: the simple mapping, and the one
+// unconditional mapping to more than one character (İ → i̇).
+func lower(r rune, out []rune) []rune {
+	if r == 'İ' {
+		return append(out, 'i', '\u0307')
+	}
+	return append(out, unicode.ToLower(r))
+}
+
+// isBertWhitespace is tab, newline, carriage return and Unicode white
+// space.
+func isBertWhitespace(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || unicode.Is(unicode.White_Space, r)
+}
+
+// isControl is the categories Cc, Cf and Co, less tab, newline and
+// carriage return. (The Rust normalizer means Cn too, but the table it
+// reads has no unassigned code points: they are kept, as there.)
+func isControl(r rune) bool {
+	switch r {
+	case '\t', '\n', '\r':
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Co) || unicode9(r, unicode.Cf)
+}
+
+// unicode9 reports whether r was in category cat in Unicode 9.0, whose
+// tables the Rust tokenizers classify characters with (a character
+// assigned since is in no category there). Categories of characters
+// already assigned do not move.
+func unicode9(r rune, cat *unicode.RangeTable) bool {
+	return unicode.Is(cat, r) && !unicode.Is(newerThan9, r)
+}
+
+// isChinese is the CJK Unified Ideographs blocks the BERT normalizer
+// pads with spaces.
+func isChinese(r rune) bool {
+	switch {
+	case r >= 0x4E00 && r <= 0x9FFF, r >= 0x3400 && r <= 0x4DBF, r >= 0x20000 && r <= 0x2A6DF,
+		r >= 0x2A700 && r <= 0x2B73F, r >= 0x2B740 && r <= 0x2B81F, r >= 0x2B920 && r <= 0x2CEAF,
+		r >= 0xF900 && r <= 0xFAFF, r >= 0x2F800 && r <= 0x2FA1F:
+		return true
+	}
+	return false
+}
+
+// isBertPunctuation is ASCII punctuation (symbols such as $ and + among
+// it) and the Unicode punctuation categories (as of Unicode 9.0).
+func isBertPunctuation(r rune) bool {
+	if r < 0x80 {
+		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '`' || r >= '{' && r <= '~'
+	}
+	return unicode9(r, unicode.P)
+}
+
+// bertPreTokenize splits normalized text into words: at white space,
+// which is dropped, and around each punctuation character, which is a
+// word of its own.
+func bertPreTokenize(n *normalized) []*normalized {
+	var words []*normalized
+	start := 0
+	for i, r := range n.runes {
+		switch {
+		case unicode.Is(unicode.White_Space, r):
+			if start < i {
+				words = append(words, n.slice(start, i))
+			}
+			start = i + 1
+		case isBertPunctuation(r):
+			if start < i {
+				words = append(words, n.slice(start, i))
+			}
+			words = append(words, n.slice(i, i+1))
+			start = i + 1
+		}
+	}
+	if start < len(n.runes) {
+		words = append(words, n.slice(start, len(n.runes)))
+	}
+	return words
+}
+
+// nfd decomposes the text canonically as the Rust tokenizers do (the
+// unicode-normalization-alignments crate): each character's
+// decomposition, then each run of combining marks sorted by combining
+// class, stably. Alignments are then given by position, as Hugging
+// Face's NormalizedString.transform gives them: a character that begins a
+// decomposition takes the alignment of the next input character, one that
+// continues it the alignment of the input character before — so a mark
+// moved by the sort takes the alignment of the place it moved to.
+func (n *normalized) nfd() {
+	type item struct {
+		ccc   uint8
+		r     rune
+		added bool // continues a decomposition
+	}
+	items := make([]item, 0, len(n.runes))
+	for _, r := range n.runes {
+		for i, d := range norm.NFD.String(string(r)) {
+			items = append(items, item{ccc: norm.NFD.PropertiesString(string(d)).CCC(), r: d, added: i > 0})
+		}
+	}
+	for i := 0; i < len(items); {
+		if items[i].ccc == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(items) && items[j].ccc != 0 {
+			j++
+		}
+		slices.SortStableFunc(items[i:j], func(a, b item) int { return int(a.ccc) - int(b.ccc) })
+		i = j
+	}
+	runes := make([]rune, len(items))
+	align := make([][2]int, len(items))
+	next := 0 // the input character a beginning takes the alignment of
+	for k, it := range items {
+		runes[k] = it.r
+		switch {
+		case !it.added:
+			align[k] = n.align[next]
+			next++
+		case next > 0:
+			align[k] = n.align[next-1]
+		}
+	}
+	n.runes, n.align = runes, align
+}

@@ -1,0 +1,173 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// template is a post-processor: TemplateProcessing, or BertProcessing
+// (its [CLS] $A [SEP] $B:1 [SEP]:1 special case).
+type template struct {
+	single, pair []piece
+	specials     map[string]special
+}
+
+// piece is a template's item: a sequence (A or B) or a special token.
+type piece struct {
+	sequence string // "A" or "B"; "" for a special token
+	special  string
+	typeID   int
+}
+
+// templateItem is one item of a TemplateProcessing template.
+type templateItem struct {
+	SpecialToken *templateRef `json:"SpecialToken"`
+	Sequence     *templateRef `json:"Sequence"`
+}
+
+type templateRef struct {
+	ID     string `json:"id"`
+	TypeID int    `json:"type_id"`
+}
+
+type special struct {
+	IDs    []int    `json:"ids"`
+	Tokens []string `json:"tokens"`
+}
+
+func newTemplate(t *typed) (*template, error) {
+	switch t.Type {
+	case "TemplateProcessing":
+		var doc struct {
+			Single, Pair  []templateItem
+			SpecialTokens map[string]special `json:"special_tokens"`
+		}
+		if err := json.Unmarshal(t.raw, &doc); err != nil {
+			return nil, fmt.Errorf("%w: post_processor: %w", ErrFormat, err)
+		}
+		tp := &template{specials: doc.SpecialTokens}
+		for i, items := range [][]templateItem{doc.Single, doc.Pair} {
+			var ps []piece
+			for _, it := range items {
+				switch {
+				case it.Sequence != nil:
+					ps = append(ps, piece{sequence: it.Sequence.ID, typeID: it.Sequence.TypeID})
+				case it.SpecialToken != nil:
+					if _, ok := tp.specials[it.SpecialToken.ID]; !ok {
+						return nil, fmt.Errorf("%w: post_processor: special token %q has no ids", ErrFormat, it.SpecialToken.ID)
+					}
+					ps = append(ps, piece{special: it.SpecialToken.ID, typeID: it.SpecialToken.TypeID})
+				}
+			}
+			if i == 0 {
+				tp.single = ps
+			} else {
+				tp.pair = ps
+			}
+		}
+		return tp, nil
+	case "BertProcessing":
+		var doc struct {
+			Sep []json.RawMessage `json:"sep"`
+			Cls []json.RawMessage `json:"cls"`
+		}
+		if err := json.Unmarshal(t.raw, &doc); err != nil || len(doc.Sep) != 2 || len(doc.Cls) != 2 {
+			return nil, fmt.Errorf("%w: post_processor: BertProcessing wants sep and cls as [token, id]", ErrFormat)
+		}
+		var sep, cls string
+		var sepID, clsID int
+		if json.Unmarshal(doc.Sep[0], &sep) != nil || json.Unmarshal(doc.Sep[1], &sepID) != nil ||
+			json.Unmarshal(doc.Cls[0], &cls) != nil || json.Unmarshal(doc.Cls[1], &clsID) != nil {
+			return nil, fmt.Errorf("%w: post_processor: BertProcessing wants sep and cls as [token, id]", ErrFormat)
+		}
+		return &template{
+			single:   []piece{{special: cls}, {sequence: "A"}, {special: sep}},
+			pair:     []piece{{special: cls}, {sequence: "A"}, {special: sep}, {sequence: "B", typeID: 1}, {special: sep, typeID: 1}},
+			specials: map[string]special{cls: {IDs: []int{clsID}, Tokens: []string{cls}}, sep: {IDs: []int{sepID}, Tokens: []string{sep}}},
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: post_processor %q (TemplateProcessing and BertProcessing are)", ErrUnsupported, t.Type)
+}
+
+// added returns how many tokens the template adds to a single text or a
+// pair.
+func (tp *template) added(pair bool) int {
+	items := tp.single
+	if pair {
+		items = tp.pair
+	}
+	n := 0
+	for _, p := range items {
+		if p.sequence == "" {
+			n += len(tp.specials[p.special].IDs)
+		}
+	}
+	return n
+}
+
+// apply lays out the sequences with the template's special tokens.
+func (tp *template) apply(a, b []token, pair bool) []token {
+	items := tp.single
+	if pair {
+		items = tp.pair
+	}
+	var out []token
+	for _, p := range items {
+		switch p.sequence {
+		case "A", "B":
+			seq := a
+			if p.sequence == "B" {
+				seq = b
+			}
+			for _, t := range seq {
+				t.typeID = p.typeID
+				out = append(out, t)
+			}
+		default:
+			s := tp.specials[p.special]
+			for i, id := range s.IDs {
+				out = append(out, token{id: id, value: s.Tokens[i], typeID: p.typeID, special: true})
+			}
+		}
+	}
+	return out
+}
+
+// truncate cuts the sequences to the truncation's max_length, less what
+// the post-processor adds.
+func (t *Tokenizer) truncate(a, b []token, pair bool) ([]token, []token) {
+	tr := t.truncation
+	budget := tr.MaxLength
+	if t.post != nil {
+		budget -= t.post.added(pair)
+	}
+	budget = max(budget, 0)
+	cut := func(s []token, n int) []token {
+		if len(s) <= n {
+			return s
+		}
+		if tr.Direction == "Left" {
+			return s[len(s)-n:]
+		}
+		return s[:n]
+	}
+	if !pair {
+		return cut(a, budget), b
+	}
+	switch tr.Strategy {
+	case "OnlyFirst":
+		return cut(a, max(budget-len(b), 0)), b
+	case "OnlySecond":
+		return a, cut(b, max(budget-len(a), 0))
+	}
+	// LongestFirst: take from the longer one at a time.
+	na, nb := len(a), len(b)
+	for na+nb > budget {
+		if na >= nb {
+			na--
+		} else {
+			nb--
+		}
+	}
+	return cut(a, na), cut(b, nb)
+}

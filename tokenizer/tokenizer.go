@@ -1,0 +1,259 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+var (
+	// ErrUnsupported reports a tokenizer.json component this package does
+	// not implement: loading fails rather than tokenize differently.
+	ErrUnsupported = errors.New("tokenizer: not supported")
+	// ErrFormat reports a tokenizer.json that does not parse.
+	ErrFormat = errors.New("tokenizer: bad tokenizer.json")
+)
+
+// Tokenizer encodes text as a tokenizer.json says. It is safe for
+// concurrent use.
+type Tokenizer struct {
+	added      []addedToken // longest first
+	normalizer *bertNormalizer
+	model      *wordPiece
+	post       *template
+	truncation *Truncation
+}
+
+// Truncation is a tokenizer.json's truncation.
+type Truncation struct {
+	MaxLength int    `json:"max_length"`
+	Strategy  string `json:"strategy"`  // LongestFirst, OnlyFirst, OnlySecond
+	Direction string `json:"direction"` // Right, Left
+	Stride    int    `json:"stride"`
+}
+
+// Encoding is one encoded text (or pair).
+type Encoding struct {
+	IDs           []int64
+	TypeIDs       []int64
+	AttentionMask []int64
+	// Offsets are each token's span of the input in characters (code
+	// points); a pair's second text counts from 0 too. Special tokens
+	// have (0, 0).
+	Offsets [][2]int
+	Tokens  []string
+	// SpecialTokensMask is 1 for the tokens the post-processor added.
+	SpecialTokensMask []int64
+}
+
+type addedToken struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+	runes      []rune
+}
+
+// typed is a component of tokenizer.json: its type, and the rest.
+type typed struct {
+	Type string `json:"type"`
+	raw  json.RawMessage
+}
+
+func (t *typed) UnmarshalJSON(b []byte) error {
+	t.raw = append(json.RawMessage(nil), b...)
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	t.Type = head.Type
+	return nil
+}
+
+// LoadFile reads a tokenizer.json file.
+func LoadFile(path string) (*Tokenizer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Load reads a tokenizer.json.
+func Load(r io.Reader) (*Tokenizer, error) {
+	var doc struct {
+		Truncation    *Truncation     `json:"truncation"`
+		Padding       json.RawMessage `json:"padding"`
+		AddedTokens   []addedToken    `json:"added_tokens"`
+		Normalizer    *typed          `json:"normalizer"`
+		PreTokenizer  *typed          `json:"pre_tokenizer"`
+		Model         *typed          `json:"model"`
+		PostProcessor *typed          `json:"post_processor"`
+	}
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	t := &Tokenizer{truncation: doc.Truncation}
+	if tr := t.truncation; tr != nil {
+		if tr.Stride != 0 {
+			return nil, fmt.Errorf("%w: truncation with a stride (overflowing tokens)", ErrUnsupported)
+		}
+		if !slices.Contains([]string{"", "LongestFirst", "OnlyFirst", "OnlySecond"}, tr.Strategy) || !slices.Contains([]string{"", "Right", "Left"}, tr.Direction) {
+			return nil, fmt.Errorf("%w: truncation strategy %q, direction %q", ErrUnsupported, tr.Strategy, tr.Direction)
+		}
+	}
+	// Padding is left to the runner (package seq pads each sub-batch).
+	switch {
+	case doc.Normalizer == nil:
+	case doc.Normalizer.Type == "BertNormalizer":
+		t.normalizer = &bertNormalizer{}
+		if err := json.Unmarshal(doc.Normalizer.raw, t.normalizer); err != nil {
+			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer is)", ErrUnsupported, doc.Normalizer.Type)
+	}
+	if doc.PreTokenizer == nil || doc.PreTokenizer.Type != "BertPreTokenizer" {
+		name := "none"
+		if doc.PreTokenizer != nil {
+			name = doc.PreTokenizer.Type
+		}
+		return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer is)", ErrUnsupported, name)
+	}
+	if doc.Model == nil || doc.Model.Type != "WordPiece" {
+		name := "none"
+		if doc.Model != nil {
+			name = doc.Model.Type
+		}
+		return nil, fmt.Errorf("%w: model %q (WordPiece is)", ErrUnsupported, name)
+	}
+	t.model = &wordPiece{MaxInputCharsPerWord: 100, ContinuingSubwordPrefix: "##", UnkToken: "[UNK]"}
+	if err := json.Unmarshal(doc.Model.raw, t.model); err != nil {
+		return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
+	}
+	if err := t.model.init(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	if doc.PostProcessor != nil {
+		var err error
+		if t.post, err = newTemplate(doc.PostProcessor); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range doc.AddedTokens {
+		switch {
+		case a.Normalized && !a.Special:
+			return nil, fmt.Errorf("%w: added token %q matched after normalization", ErrUnsupported, a.Content)
+		case a.SingleWord || a.LStrip || a.RStrip:
+			return nil, fmt.Errorf("%w: added token %q with single_word, lstrip or rstrip", ErrUnsupported, a.Content)
+		case a.Content == "":
+			continue
+		}
+		a.runes = []rune(a.Content)
+		t.added = append(t.added, a)
+	}
+	slices.SortStableFunc(t.added, func(a, b addedToken) int { return len(b.runes) - len(a.runes) })
+	return t, nil
+}
+
+// Encode encodes one text.
+func (t *Tokenizer) Encode(text string) Encoding {
+	return t.encode(text, "", false)
+}
+
+// EncodePair encodes a pair of texts (a question and a passage).
+func (t *Tokenizer) EncodePair(a, b string) Encoding {
+	return t.encode(a, b, true)
+}
+
+func (t *Tokenizer) encode(a, b string, pair bool) Encoding {
+	first := t.tokens(a)
+	var second []token
+	if pair {
+		second = t.tokens(b)
+	}
+	if t.truncation != nil {
+		first, second = t.truncate(first, second, pair)
+	}
+	var all []token
+	if t.post != nil {
+		all = t.post.apply(first, second, pair)
+	} else {
+		all = first
+		for i := range second {
+			second[i].typeID = 1
+		}
+		all = append(all, second...)
+	}
+	e := Encoding{}
+	for _, tk := range all {
+		e.IDs = append(e.IDs, int64(tk.id))
+		e.TypeIDs = append(e.TypeIDs, int64(tk.typeID))
+		e.AttentionMask = append(e.AttentionMask, 1)
+		e.Offsets = append(e.Offsets, tk.offsets)
+		e.Tokens = append(e.Tokens, tk.value)
+		special := int64(0)
+		if tk.special {
+			special = 1
+		}
+		e.SpecialTokensMask = append(e.SpecialTokensMask, special)
+	}
+	return e
+}
+
+// tokens runs one text through added tokens, normalization,
+// pre-tokenization and the model.
+func (t *Tokenizer) tokens(text string) []token {
+	runes := []rune(text) // each invalid byte is U+FFFD
+	var out []token
+	start := 0
+	flush := func(end int) {
+		if start >= end {
+			return
+		}
+		n := newNormalized(runes[start:end], start)
+		if t.normalizer != nil {
+			t.normalizer.normalize(n)
+		}
+		for _, w := range bertPreTokenize(n) {
+			out = t.model.tokenize(w, out)
+		}
+	}
+	for i := 0; i < len(runes); {
+		a, ok := t.addedAt(runes, i)
+		if !ok {
+			i++
+			continue
+		}
+		flush(i)
+		out = append(out, token{id: a.ID, value: a.Content, offsets: [2]int{i, i + len(a.runes)}})
+		i += len(a.runes)
+		start = i
+	}
+	flush(len(runes))
+	return out
+}
+
+// addedAt returns the longest added token at runes[i:], if one is there.
+func (t *Tokenizer) addedAt(runes []rune, i int) (addedToken, bool) {
+	for _, a := range t.added {
+		if len(a.runes) <= len(runes)-i && slices.Equal(runes[i:i+len(a.runes)], a.runes) {
+			return a, true
+		}
+	}
+	return addedToken{}, false
+}

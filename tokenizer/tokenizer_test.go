@@ -1,0 +1,118 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// bertJSON returns the uncased test tokenizer's tokenizer.json, with edit
+// applied to its decoded form.
+func bertJSON(t testing.TB, edit func(map[string]any)) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/bert-uncased.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(doc)
+	}
+	out, _ := json.Marshal(doc)
+	return string(out)
+}
+
+// A component the package does not implement fails the load, naming it.
+func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
+	for want, edit := range map[string]func(map[string]any){
+		`normalizer "NFKC"`:          func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} },
+		`pre_tokenizer "ByteLevel"`:  func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "ByteLevel"} },
+		`model "BPE"`:                func(d map[string]any) { d["model"].(map[string]any)["type"] = "BPE" },
+		`post_processor "ByteLevel"`: func(d map[string]any) { d["post_processor"] = map[string]any{"type": "ByteLevel"} },
+		"truncation with a stride":   func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
+		`added token "[MASK]" with single_word`: func(d map[string]any) {
+			d["added_tokens"].([]any)[4].(map[string]any)["single_word"] = true
+		},
+	} {
+		_, err := Load(strings.NewReader(bertJSON(t, edit)))
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", want, err)
+		}
+	}
+	if _, err := Load(strings.NewReader(`{"model": `)); !errors.Is(err, ErrFormat) {
+		t.Errorf("truncated JSON: %v", err)
+	}
+	if _, err := Load(strings.NewReader(bertJSON(t, func(d map[string]any) { d["model"].(map[string]any)["unk_token"] = "<unk>" }))); !errors.Is(err, ErrFormat) {
+		t.Errorf("unk_token not in the vocabulary: %v", err)
+	}
+}
+
+// Truncation as tokenizer.json sets it: the post-processor's tokens
+// count; a pair loses from the longer text first.
+func TestTruncation(t *testing.T) {
+	tok, err := Load(strings.NewReader(bertJSON(t, func(d map[string]any) {
+		d["truncation"] = map[string]any{"max_length": 8, "strategy": "LongestFirst", "direction": "Right", "stride": 0}
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := LoadFile("testdata/bert-uncased.json")
+	long := "the licence grants you the rights described below in full"
+	if e := tok.Encode(long); len(e.IDs) != 8 || !slices.Equal(e.IDs[:7], full.Encode(long).IDs[:7]) || e.Tokens[7] != "[SEP]" {
+		t.Fatalf("single: %v %q", e.IDs, e.Tokens)
+	}
+	e := tok.EncodePair(long, "short")
+	if len(e.IDs) != 8 || e.TypeIDs[len(e.TypeIDs)-1] != 1 || e.Tokens[len(e.Tokens)-2] != "short" {
+		t.Fatalf("pair: %q %v", e.Tokens, e.TypeIDs)
+	}
+}
+
+// Bytes that are not UTF-8 are each read as U+FFFD, which clean_text
+// removes; offsets count the characters so read.
+func TestInvalidUTF8(t *testing.T) {
+	tok, err := LoadFile("testdata/bert-uncased.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tok.Encode("ab\xffcd \xc3")
+	want := tok.Encode("ab\ufffdcd \ufffd")
+	if !slices.Equal(got.IDs, want.IDs) || !slices.Equal(got.Offsets, want.Offsets) {
+		t.Fatalf("%v %v, want %v %v", got.IDs, got.Offsets, want.IDs, want.Offsets)
+	}
+}
+
+// FuzzEncode: any text encodes without a panic, the same twice, with
+// ids in the vocabulary and offsets within the text.
+func FuzzEncode(f *testing.F) {
+	tok, err := LoadFile("testdata/bert-cased-strip.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"", "Héllo, wörld!", "[MASK] a\u0301\u0336\u034e", "你好 👨‍👩‍👧 \x00\xff"} {
+		f.Add(s, "")
+		f.Add(s, "pair")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		e := tok.EncodePair(a, b)
+		again := tok.EncodePair(a, b)
+		if !slices.Equal(e.IDs, again.IDs) || !slices.Equal(e.Offsets, again.Offsets) {
+			t.Fatal("two encodings differ")
+		}
+		n := max(utf8.RuneCountInString(a), utf8.RuneCountInString(b))
+		for i, id := range e.IDs {
+			if id < 0 || id >= int64(len(tok.model.Vocab)) {
+				t.Fatalf("id %d", id)
+			}
+			if o := e.Offsets[i]; o[0] < 0 || o[0] > o[1] || o[1] > n {
+				t.Fatalf("offsets %v of %d characters", o, n)
+			}
+		}
+	})
+}

@@ -1,0 +1,84 @@
+package tokenizer
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// wordPiece is Hugging Face's WordPiece model: the greedy longest match
+// first, a word's later pieces prefixed by ContinuingSubwordPrefix, a
+// word with no match (or longer than MaxInputCharsPerWord) one UnkToken.
+type wordPiece struct {
+	Vocab                   map[string]int `json:"vocab"`
+	UnkToken                string         `json:"unk_token"`
+	ContinuingSubwordPrefix string         `json:"continuing_subword_prefix"`
+	MaxInputCharsPerWord    int            `json:"max_input_chars_per_word"`
+	unk                     int
+}
+
+func (w *wordPiece) init() error {
+	id, ok := w.Vocab[w.UnkToken]
+	if !ok {
+		return fmt.Errorf("WordPiece: unk_token %q is not in the vocabulary", w.UnkToken)
+	}
+	w.unk = id
+	return nil
+}
+
+// token is one token of an encoding.
+type token struct {
+	id      int
+	value   string
+	offsets [2]int
+	typeID  int
+	special bool
+}
+
+// tokenize appends the pieces of one word.
+func (w *wordPiece) tokenize(word *normalized, out []token) []token {
+	s := string(word.runes)
+	if len(word.runes) > w.MaxInputCharsPerWord {
+		return append(out, token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))})
+	}
+	// Byte offsets of each rune, to map a piece back to its runes.
+	runeAt := make([]int, 0, len(s)+1)
+	for i := range s {
+		runeAt = append(runeAt, i)
+	}
+	runeAt = append(runeAt, len(s))
+	runeIndex := func(b int) int {
+		lo, hi := 0, len(runeAt)-1
+		for lo < hi {
+			m := (lo + hi) / 2
+			if runeAt[m] < b {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
+	}
+	n := len(out)
+	for start := 0; start < len(s); {
+		end := len(s)
+		found := false
+		for start < end {
+			piece := s[start:end]
+			if start > 0 {
+				piece = w.ContinuingSubwordPrefix + piece
+			}
+			if id, ok := w.Vocab[piece]; ok {
+				out = append(out, token{id: id, value: piece, offsets: word.span(runeIndex(start), runeIndex(end))})
+				found = true
+				break
+			}
+			_, size := utf8.DecodeLastRuneInString(s[start:end])
+			end -= size
+		}
+		if !found {
+			return append(out[:n], token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))})
+		}
+		start = end
+	}
+	return out
+}
