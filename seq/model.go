@@ -64,6 +64,14 @@ func WithNormalize() Option { return func(m *Model) { m.normalize = true } }
 // id2label), written as the label column.
 func WithLabels(labels []string) Option { return func(m *Model) { m.labels = slices.Clone(labels) } }
 
+// WithText makes the model read text from a string column and encode
+// it to token ids itself (a tokenizer's Encode), instead of reading a
+// token column: for a server that takes text. A job tokenizes on its
+// input side instead (tokenizer.Tokens), ahead of the device.
+func WithText(column string, encode func(string) []int64) Option {
+	return func(m *Model) { m.text, m.encode = column, encode }
+}
+
 // LogitsOutput is the output name that makes a classifier: its argmax is
 // written as the label column and its softmax probability as score.
 const LogitsOutput = "logits"
@@ -79,6 +87,8 @@ type Model struct {
 	shapes     []Shape                         // declared; nil without buckets
 	tokens     string
 	typeIDs    string
+	text       string               // WithText's column
+	encode     func(string) []int64 // and tokenizer
 	padID      int64
 	vocab      int64
 	left       bool
@@ -252,6 +262,17 @@ func (m *Model) Start(ctx context.Context, cfg device.SessionConfig) (device.Ses
 }
 
 func (m *Model) checkSchema(schema *arrow.Schema) error {
+	if m.text != "" {
+		idx := schema.FieldIndices(m.text)
+		if len(idx) != 1 {
+			return fmt.Errorf("%w: no text column %q in the batch (it has %v)", ErrTokens, m.text, fieldNames(schema))
+		}
+		switch schema.Field(idx[0]).Type.(type) {
+		case *arrow.StringType, *arrow.LargeStringType:
+			return nil
+		}
+		return fmt.Errorf("%w: column %q is %s, want string", ErrTokens, m.text, schema.Field(idx[0]).Type)
+	}
 	for _, name := range []string{m.tokens, m.typeIDs} {
 		if name == "" {
 			continue
@@ -295,7 +316,18 @@ func (s *session) Shutdown(ctx context.Context) error {
 func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	m := s.m
 	schema := b.Record.Schema()
-	toks, err := newTokenRows(b.Record.Column(schema.FieldIndices(m.tokens)[0]))
+	var col arrow.Array
+	if m.text != "" {
+		encoded, err := s.encodeText(b)
+		if err != nil {
+			return nil, err
+		}
+		defer encoded.Release()
+		col = encoded
+	} else {
+		col = b.Record.Column(schema.FieldIndices(m.tokens)[0])
+	}
+	toks, err := newTokenRows(col)
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +403,34 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	st.Rows = int64(live)
 	m.add(st)
 	return m.record(s.mem, outs, rows)
+}
+
+// encodeText encodes the text of a window's real rows (WithText) into a
+// token column; padding rows are empty lists. A null text is a row
+// error.
+func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
+	texts := b.Record.Column(b.Record.Schema().FieldIndices(s.m.text)[0])
+	lb := array.NewListBuilder(s.mem, arrow.PrimitiveTypes.Int64)
+	defer lb.Release()
+	vals := lb.ValueBuilder().(*array.Int64Builder)
+	for i := range int(b.Record.NumRows()) {
+		lb.Append(true)
+		if i >= b.Rows() {
+			continue
+		}
+		if texts.IsNull(i) {
+			return nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: errors.New("null text")}
+		}
+		var text string
+		switch t := texts.(type) {
+		case *array.String:
+			text = t.Value(i)
+		case *array.LargeString:
+			text = t.Value(i)
+		}
+		vals.AppendValues(s.m.encode(text), nil)
+	}
+	return lb.NewArray(), nil
 }
 
 // batch returns the session's reusable sub-batch of a shape.

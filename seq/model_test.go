@@ -387,3 +387,51 @@ func TestLeftPadding(t *testing.T) {
 		}
 	}
 }
+
+// TestWithText: a model that encodes a text column itself gives what
+// the same ids in a token column give; a null text is a row error.
+func TestWithText(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	texts := []string{"hello", "", "a longer text of words", "x"}
+	encode := func(s string) []int64 {
+		ids := []int64{101}
+		for _, b := range []byte(s) {
+			ids = append(ids, int64(b))
+		}
+		return append(ids, 102)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "body", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	b.Field(0).(*array.StringBuilder).AppendValues(texts, nil)
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", encode), seq.WithPlanner(seq.Planner{Buckets: []int{8, 32}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := predict.New(m, predict.WithBatchSize(8), predict.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for r := range p.Predict(context.Background(), dataset.FromRecords(schema, rec)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		for k := range int(r.Record.NumRows()) {
+			want, _, _ := seqtest.Reference(width, encode(texts[i]))
+			col := r.Record.Column(r.Record.Schema().FieldIndices("embedding")[0]).(*array.FixedSizeList)
+			got := col.ListValues().(*array.Float32).Float32Values()[k*width : (k+1)*width]
+			if !near(got, want, 1e-6) {
+				t.Fatalf("text %d: %v, want %v", i, got, want)
+			}
+			i++
+		}
+		r.Record.Release()
+	}
+	if i != len(texts) {
+		t.Fatalf("%d rows out", i)
+	}
+}

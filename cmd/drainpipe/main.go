@@ -75,7 +75,7 @@ metrics, and fits a softmax regression.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(predictCommand(), evalCommand(), fitCommand(), serveCommand(), inspectCommand(), demoCommand(), versionCommand())
+	root.AddCommand(predictCommand(), evalCommand(), fitCommand(), tokenizeCommand(), serveCommand(), inspectCommand(), demoCommand(), versionCommand())
 	if text, err := versionText(); err == nil {
 		root.Version = "-" // --version and -v print versionText
 		root.SetVersionTemplate(text)

@@ -67,6 +67,9 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 		return nil, err
 	}
 	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
+	if tok != nil && sq.inModel {
+		opts = append(opts, seq.WithText(sq.text, func(s string) []int64 { return tok.Encode(s).IDs }))
+	}
 	eng, err := onnx.OpenSequence(path)
 	if err != nil {
 		return nil, err

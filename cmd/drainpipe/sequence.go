@@ -30,13 +30,16 @@ import (
 type sequenceFlags struct {
 	tokens, typeIDs string
 	text, tokenizer string
-	buckets         string
-	maxTokens       int
-	window          int
-	pooling         string
-	normalize       bool
-	refuseLong      bool
-	names           []string // the flags added
+	// inModel has the model tokenize the text column itself (serve),
+	// not the job's input side.
+	inModel    bool
+	buckets    string
+	maxTokens  int
+	window     int
+	pooling    string
+	normalize  bool
+	refuseLong bool
+	names      []string // the flags added
 }
 
 // defaultSequenceFlags are the flags' defaults, for commands without

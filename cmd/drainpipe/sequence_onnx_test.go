@@ -438,3 +438,62 @@ func TestPredictTextColumn(t *testing.T) {
 		}
 	}
 }
+
+// serve --tokenize: the encoder takes text (BYTES) and tokenizes it in
+// the server with its folder's tokenizer.json; a request of texts answers
+// what predict gives the Rust tokenizers' ids of the same texts.
+func TestServeText(t *testing.T) {
+	needONNX(t)
+	dir := t.TempDir()
+	textsPath, _ := filepath.Abs(filepath.Join(encoderDir, "texts.json"))
+	in := filepath.Join(dir, "ids.parquet")
+	duckdbtest.Query(t, `COPY (
+		WITH r AS (SELECT input_ids FROM read_json(`+duckdb.Quote(textsPath)+`)),
+		i AS (SELECT unnest(generate_series(1, 40)) AS i FROM r)
+		SELECT i - 1 AS key, input_ids[i]::INTEGER[] AS input_ids FROM r, i ORDER BY i
+	) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
+	out := filepath.Join(dir, "out.parquet")
+	if _, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", out, "--keep", "key", "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	offline := readAll(t, out)
+	var doc struct {
+		Texts []string `json:"texts"`
+	}
+	data, _ := os.ReadFile(textsPath)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--tokenize", "--model", "encoder="+encoderDir)
+	body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "text", "datatype": "BYTES", "shape": []int{40}, "data": doc.Texts[:40]}}})
+	resp, err := http.Post(s.http+"/v2/models/encoder/infer", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var res struct {
+		Outputs []struct {
+			Name string    `json:"name"`
+			Data []float32 `json:"data"`
+		} `json:"outputs"`
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("infer: %d %s", resp.StatusCode, raw)
+	}
+	json.Unmarshal(raw, &res)
+	for _, o := range res.Outputs {
+		if o.Name != "embedding" {
+			continue
+		}
+		for i := range 40 {
+			for j, v := range offline.embedding[i] {
+				if d := math.Abs(float64(o.Data[i*32+j] - v)); d > 1e-5 {
+					t.Fatalf("text %d: served %v, offline %v", i, o.Data[i*32:i*32+32], offline.embedding[i])
+				}
+			}
+		}
+		return
+	}
+	t.Fatalf("no embedding output: %s", raw)
+}

@@ -76,6 +76,7 @@ func serveCommand() *cobra.Command {
 	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
 	grpcAddr := fs.String("grpc", ":8081", `gRPC listen address ("" for none)`)
 	featureCol := fs.String("feature-column", "", "the tensor column (and input tensor name) the models read (default: the model's, or \"features\")")
+	tokenize := fs.Bool("tokenize", false, "sequence models: take text (a BYTES input \"text\") and encode it with the model folder's tokenizer.json in the server, instead of token ids")
 	batch := fs.Int("batch-size", 256, "the largest batch the device sees")
 	fs.Var(&sizes, "batch-sizes", "allowed batch sizes, ascending, the last the batch size (default: powers of two from 1 up to --batch-size)")
 	maxDelay := fs.Duration("max-delay", 2*time.Millisecond, "the longest a queued row waits for its batch to fill")
@@ -131,7 +132,11 @@ func serveCommand() *cobra.Command {
 
 		// spec makes the spec of a model file, with the flags' batching.
 		spec := func(path string) (serve.ModelSpec, error) {
-			m, err := loadModel(path, *featureCol, nil)
+			sq := defaultSequenceFlags()
+			if *tokenize {
+				sq.text, sq.inModel = "text", true
+			}
+			m, err := loadModel(path, *featureCol, sq)
 			if err != nil {
 				return serve.ModelSpec{}, err
 			}
@@ -150,6 +155,9 @@ func serveCommand() *cobra.Command {
 				// row for rows of other lengths); the batch is the window.
 				sp.Platform, sp.Sequence = "onnxruntime_onnx", m.seq
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
+				if m.tok != nil {
+					sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.text, Type: arrow.BinaryTypes.String}}, nil)
+				}
 			} else {
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)
 			}

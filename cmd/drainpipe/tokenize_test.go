@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/internal/duckdb"
+	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+)
+
+// tokenize writes, for a text column DuckDB wrote, the ids the Rust
+// tokenizers gave each text (and masks and offsets), next to the keys,
+// in order; a null text is set aside.
+func TestTokenizeCommand(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join("..", "..", "seq", "testdata", "encoder")
+	texts, _ := filepath.Abs(filepath.Join(folder, "texts.json"))
+	in := filepath.Join(dir, "texts.parquet")
+	duckdbtest.Query(t, `COPY (
+		WITH r AS (SELECT texts FROM read_json(`+duckdb.Quote(texts)+`)),
+		i AS (SELECT unnest(generate_series(1, len(texts))) AS i FROM r)
+		SELECT i - 1 AS key, CASE WHEN i = 3 THEN NULL ELSE texts[i] END AS body FROM r, i ORDER BY i
+	) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
+	out := filepath.Join(dir, "tokens.parquet")
+	stdout, stderr, err := drainpipe("tokenize", "--tokenizer", filepath.Join(folder, "tokenizer.json"), "--input", in, "--text-column", "body",
+		"--keep", "key", "--mask", "--offsets", "--output", out, "--set-aside", filepath.Join(dir, "aside.parquet"), "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "rows=399 ") || !strings.Contains(stdout, "set_aside=1") {
+		t.Fatalf("summary %q", stdout)
+	}
+	var want struct {
+		IDs [][]int64 `json:"input_ids"`
+	}
+	data, _ := os.ReadFile(texts)
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	set, err := fileset.Open([]string{out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := set.Dataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.Schema()
+		keys := rec.Column(s.FieldIndices("key")[0]).(*array.Int64)
+		ids := rec.Column(s.FieldIndices("input_ids")[0]).(*array.List)
+		mask := rec.Column(s.FieldIndices("attention_mask")[0]).(*array.List)
+		offsets := rec.Column(s.FieldIndices("offsets")[0]).(*array.List)
+		vals := ids.ListValues().(*array.Int32)
+		for i := range int(rec.NumRows()) {
+			k := keys.Value(i)
+			a, b := ids.ValueOffsets(i)
+			got := make([]int64, 0, b-a)
+			for _, v := range vals.Int32Values()[a:b] {
+				got = append(got, int64(v))
+			}
+			if !slices.Equal(got, want.IDs[k]) {
+				t.Fatalf("key %d: ids %v, the Rust tokenizers' %v", k, got, want.IDs[k])
+			}
+			if ma, mb := mask.ValueOffsets(i); mb-ma != b-a {
+				t.Fatalf("key %d: %d mask values for %d ids", k, mb-ma, b-a)
+			}
+			if oa, ob := offsets.ValueOffsets(i); ob-oa != b-a {
+				t.Fatalf("key %d: %d offsets for %d ids", k, ob-oa, b-a)
+			}
+			rows++
+		}
+	}
+	if rows != 399 {
+		t.Fatalf("%d rows", rows)
+	}
+}
