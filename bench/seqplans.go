@@ -108,7 +108,22 @@ func seqWasteGoals() []goal {
 	buckets := seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)}
 	none := seq.Planner{MaxLength: seqMaxLen}
 	fixed := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	budget := func(int) float64 {
+		// The largest sub-batch of the default plan ÷ the budget: a row
+		// over it alone may run alone (none does here: 512 tokens × 32 rows
+		// is the budget).
+		peak := 0
+		for start := 0; start < len(lengths); start += seqWindow {
+			subs, err := buckets.Plan(lengths[start:min(start+seqWindow, len(lengths))])
+			check(err)
+			for _, sb := range subs {
+				peak = max(peak, sb.Shape.Slots())
+			}
+		}
+		return float64(peak) / seq.DefaultMaxTokens
+	}
 	return []goal{
+		{"sequences: the largest sub-batch ÷ --max-batch-tokens, default buckets", target{1, true}, budget},
 		{fmt.Sprintf("sequences: padding waste, default buckets, window %d (input order ×32: %.3f)", seqWindow, slotWaste(lengths, len(lengths), inputOrder(32))),
 			target{0.15, true}, fixed(slotWaste(lengths, seqWindow, buckets.Plan))},
 		{fmt.Sprintf("sequences: padding waste, --seq-buckets none, window %d (FIFO token budget: %.3f)", seqWindow, slotWaste(lengths, len(lengths), fifoBudget(seq.DefaultMaxTokens))),

@@ -92,8 +92,9 @@ func (s *Sequence) Inputs() []string { return names(s.inputs) }
 // Outputs implements seq.Engine.
 func (s *Sequence) Outputs() []seq.Output { return slices.Clone(s.outs) }
 
-// Start implements seq.Engine: one ONNX Runtime session, with the output
-// tensors of every declared shape allocated now.
+// Start implements seq.Engine: one ONNX Runtime session. A shape's
+// tensors are allocated when it first runs and kept: the declared set
+// can be hundreds of shapes, most of which a job's windows never run.
 func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineSession, err error) {
 	lib, err := (&Model{library: s.library}).libraryPath()
 	if err != nil {
@@ -102,7 +103,7 @@ func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineS
 	if err := acquireEnv(lib); err != nil {
 		return nil, err
 	}
-	ss := &seqSession{s: s, bound: map[seq.Shape]*seqShape{}}
+	ss := &seqSession{s: s, bound: map[seq.Shape]*seqShape{}, declared: map[seq.Shape]bool{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ss.destroy(), releaseEnv())
@@ -122,15 +123,21 @@ func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineS
 			return nil, fmt.Errorf("onnx: intra-op threads: %w", err)
 		}
 	}
+	// Sub-batches come in many shapes: ONNX Runtime's memory patterns
+	// (planned and kept per input shape) and its CPU arena (kept at the
+	// largest shape's size) would make each session hold the peak of
+	// every shape it ran; without them a run's memory is freed after it.
+	if err := opts.SetMemPattern(false); err != nil {
+		return nil, fmt.Errorf("onnx: memory pattern: %w", err)
+	}
+	if err := opts.SetCpuMemArena(false); err != nil {
+		return nil, fmt.Errorf("onnx: memory arena: %w", err)
+	}
 	if ss.run, err = ort.NewDynamicAdvancedSession(s.path, names(s.inputs), names(s.outputs), opts); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrModel, s.path, err)
 	}
 	for _, sh := range cfg.Shapes {
-		b, err := s.bind(sh)
-		if err != nil {
-			return nil, err
-		}
-		ss.bound[sh] = b
+		ss.declared[sh] = true
 	}
 	return ss, nil
 }
@@ -185,11 +192,12 @@ func (b *seqShape) destroy() error {
 }
 
 type seqSession struct {
-	s     *Sequence
-	run   *ort.DynamicAdvancedSession
-	bound map[seq.Shape]*seqShape // the declared shapes'
-	last  *seqShape               // an undeclared shape's, until the next run
-	down  bool
+	s        *Sequence
+	run      *ort.DynamicAdvancedSession
+	bound    map[seq.Shape]*seqShape // the declared shapes run so far
+	declared map[seq.Shape]bool
+	last     *seqShape // an undeclared shape's, until the next run
+	down     bool
 }
 
 func (ss *seqSession) Run(ctx context.Context, b *seq.Batch) ([][]float32, error) {
@@ -197,7 +205,15 @@ func (ss *seqSession) Run(ctx context.Context, b *seq.Batch) ([][]float32, error
 		return nil, err
 	}
 	sh, ok := ss.bound[b.Shape]
-	if !ok {
+	switch {
+	case ok:
+	case ss.declared[b.Shape]:
+		var err error
+		if sh, err = ss.s.bind(b.Shape); err != nil {
+			return nil, err
+		}
+		ss.bound[b.Shape] = sh
+	default:
 		// Sub-batches without declared shapes (no buckets): bound for
 		// this run alone, as many shapes may come.
 		if ss.last != nil {
