@@ -89,10 +89,10 @@ func (c *Config) features() fileset.Features {
 }
 
 // dataset opens the input files, projected to the columns the job needs,
-// with the feature column as a tensor of InputSize values; origins learns
-// where each row comes from; screen sees the columns read before they are
-// gathered. It returns the rows the files declare (-1 if unknown).
-func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.Origins, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, int64, error) {
+// before the feature tensor is made of them (feat.Tensor); origins learns
+// where each row comes from. It returns the columns the tensor is
+// gathered from, if any, and the rows the files declare (-1 if unknown).
+func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.Origins) (ds *dataset.Dataset, gathered []string, total int64, err error) {
 	feat := c.features()
 	opts := append(feat.Options(), fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
 		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins), fileset.WithOpener(c.store), fileset.WithContext(ctx))
@@ -106,7 +106,7 @@ func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.O
 	// again when it is read.
 	set, err := fileset.Open(files, opts...)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if c.Shard.Count > 1 && set.DeclaredRows() == 0 {
 		// Shards are dealt whole files, or else row groups (record
@@ -115,9 +115,8 @@ func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.O
 		c.Logger.Warn("this shard holds no rows: the input has fewer files and row groups than shards; write it with smaller row groups, or run fewer shards",
 			"shard", c.Shard.String(), "files", len(files))
 	}
-	ds, err := feat.Dataset(set, c.Allocator, screen)
-	if err != nil {
-		return nil, 0, err
+	if ds, gathered, err = feat.Read(set); err != nil {
+		return nil, nil, 0, err
 	}
-	return ds, set.DeclaredRows(), nil
+	return ds, gathered, set.DeclaredRows(), nil
 }

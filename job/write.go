@@ -44,31 +44,30 @@ type written struct {
 // read and every row read was written or set aside. A failure aborts the
 // output and names the file and row it is about, if one.
 func (c *Config) write(ctx context.Context, files []string, skip int64, open func(a *aside, read *arrow.Schema) output) (*written, error) {
-	// Every row read is counted and numbered (rowColumn); rows a resume
-	// has done are skipped; in SetAside mode, rows that cannot be
-	// predicted are set aside before batching.
+	// The job's stages: the input read (its columns); every row counted
+	// and numbered (rowColumn), the rows a resume has done skipped; in
+	// SetAside mode, rows that cannot be predicted set aside; the feature
+	// tensor made; then Stage's, before batching.
 	origins := &fileset.Origins{}
-	var in *countedInput
 	var a *aside
-	var gathered []string // the columns the feature tensor is gathered from
 	if c.SetAside != "" {
 		// Values are read (and this called) only once a exists.
 		c.badValue = func(path string, row int64, column string, err error) { a.badValue(path, row, column, err) }
 	}
-	ds, total, err := c.dataset(ctx, files, origins, func(read *dataset.Dataset, cols []string) *dataset.Dataset {
-		in, gathered = c.counted(read, skip), cols
-		if c.SetAside == "" {
-			return in.ds
-		}
-		a = newAside(read.Schema(), c.kept(), origins, c.Allocator)
-		a.sourceColumn = func(err error) string { return sourceColumn(err, gathered) }
-		return c.screen(in.ds, a, gathered)
-	})
+	read, gathered, total, err := c.dataset(ctx, files, origins)
 	if err != nil {
 		return nil, err
 	}
-	if a != nil {
+	in := c.counted(read, skip)
+	ds := in.ds
+	if c.SetAside != "" {
+		a = newAside(read.Schema(), c.kept(), origins, c.Allocator)
 		defer a.release()
+		a.sourceColumn = func(err error) string { return sourceColumn(err, gathered) }
+		ds = c.screen(ds, a, gathered)
+	}
+	if ds, err = c.features().Tensor(ds, gathered, c.Allocator); err != nil {
+		return nil, err
 	}
 	if c.Stage != nil {
 		if ds, err = c.Stage(ds); err != nil {

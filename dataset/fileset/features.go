@@ -85,20 +85,35 @@ func (f Features) Columns(set *Set) (read, gathered []string, err error) {
 
 // Dataset reads the set as the recipe says: the Keep columns and the
 // feature tensor column, of Width values a row when Width is set, every
-// row checked. screen, if not nil, sees the columns read before they are
-// gathered, and may leave rows out (a job setting bad rows aside).
-func (f Features) Dataset(set *Set, mem memory.Allocator, screen func(ds *dataset.Dataset, gathered []string) *dataset.Dataset) (*dataset.Dataset, error) {
+// row checked. It is Read, then Tensor.
+func (f Features) Dataset(set *Set, mem memory.Allocator) (*dataset.Dataset, error) {
+	ds, gathered, err := f.Read(set)
+	if err != nil {
+		return nil, err
+	}
+	return f.Tensor(ds, gathered, mem)
+}
+
+// Read reads the columns the recipe needs from the set, before any
+// tensor is made of them: a caller may look at them first (a job setting
+// bad rows aside). It returns the columns the tensor is to be gathered
+// from, if any.
+func (f Features) Read(set *Set) (ds *dataset.Dataset, gathered []string, err error) {
 	read, gathered, err := f.Columns(set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ds, err := set.Dataset(read...)
-	if err != nil {
-		return nil, err
+	if ds, err = set.Dataset(read...); err != nil {
+		return nil, nil, err
 	}
-	if screen != nil {
-		ds = screen(ds, gathered)
-	}
+	return ds, gathered, nil
+}
+
+// Tensor makes the feature tensor column of ds (as Read read it):
+// gathering the columns gathered, and checking every row's width when
+// the recipe or the columns say it.
+func (f Features) Tensor(ds *dataset.Dataset, gathered []string, mem memory.Allocator) (*dataset.Dataset, error) {
+	var err error
 	if gathered != nil {
 		if ds, err = dataset.Gather(ds, mem, f.Column, gathered...); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrFeatures, err)

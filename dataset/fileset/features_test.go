@@ -44,7 +44,7 @@ func TestFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ds, err := c.f.Dataset(set, mem, nil)
+			ds, err := c.f.Dataset(set, mem)
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("error %v, want %v", err, c.wantErr)
