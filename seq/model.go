@@ -300,7 +300,7 @@ type session struct {
 	m       *Model
 	engine  EngineSession
 	mem     memory.Allocator
-	batches map[Shape]*Batch // reused from window to window
+	batches map[Shape]*Batch // reused from window to window (see batch)
 	down    bool
 }
 
@@ -433,14 +433,25 @@ func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
 	return lb.NewArray(), nil
 }
 
-// batch returns the session's reusable sub-batch of a shape.
+// batch returns the session's reusable sub-batch of a shape: one a
+// declared shape, or without declared shapes (which may be many) one
+// scratch batch, grown to the largest run.
 func (s *session) batch(sh Shape) *Batch {
-	if b, ok := s.batches[sh]; ok {
-		return b
+	key := sh
+	if s.m.shapes == nil {
+		key = Shape{}
+	}
+	b, ok := s.batches[key]
+	if !ok {
+		b = &Batch{}
+		s.batches[key] = b
 	}
 	n := sh.Slots()
-	b := &Batch{Shape: sh, IDs: make([]int64, n), Mask: make([]int64, n), TypeIDs: make([]int64, n), Positions: make([]int64, n)}
-	s.batches[sh] = b
+	if cap(b.IDs) < n {
+		b.IDs, b.Mask, b.TypeIDs, b.Positions = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	}
+	b.Shape = sh
+	b.IDs, b.Mask, b.TypeIDs, b.Positions = b.IDs[:n], b.Mask[:n], b.TypeIDs[:n], b.Positions[:n]
 	return b
 }
 
