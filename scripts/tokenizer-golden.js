@@ -9,8 +9,9 @@
 // system has (/usr/share/common-licenses) and on words of 11 scripts made
 // here, writes tokenizer.json files (uncased; cased; cased with accents
 // stripped) into tokenizer/testdata/, and encodes 4,000+ strings with each:
-// edge cases, prose, seeded random strings, 11 scripts, and pairs. Each
-// line of golden-bert.jsonl.gz is {"text", "pair"?, and per tokenizer its ids,
+// edge cases, prose, seeded random strings, 11 scripts, and pairs. It does
+// the same for byte-level BPE tokenizers (RoBERTa's layout). Each line of
+// golden-FAMILY.jsonl.gz is {"text", "pair"?, and per tokenizer its ids,
 // type ids and offsets}.
 const fs = require('fs');
 const os = require('os');
@@ -96,6 +97,34 @@ const tokenizers = [
   bert('bert-cased-strip', tk.bertNormalizer({ lowercase: false, stripAccents: true })),
 ];
 
+// Byte-level BPE (RoBERTa, GTE, ModernBERT): trained on the same text,
+// every byte's character in the vocabulary (as byte-level vocabularies
+// have them), RoBERTa's post-processor; with and without a prefix space,
+// and the merges in both formats tokenizer.json has had ([a, b] pairs and
+// the older "a b" strings).
+const bpeSpecials = ['<s>', '<pad>', '</s>', '<unk>', '<mask>'];
+function bpe(name, addPrefixSpace, legacyMerges) {
+  const t = new tk.Tokenizer(tk.BPE.empty());
+  t.setPreTokenizer(tk.byteLevelPreTokenizer(addPrefixSpace, true));
+  t.train([train]);
+  t.addSpecialTokens(bpeSpecials);
+  t.setPostProcessor(tk.robertaProcessing(['</s>', t.tokenToId('</s>')], ['<s>', t.tokenToId('<s>')], true, addPrefixSpace));
+  const file = path.join(out, `${name}.json`);
+  t.save(file, false);
+  const json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  let next = Math.max(...Object.values(json.model.vocab), ...json.added_tokens.map((a) => a.id)) + 1;
+  for (const c of tk.byteLevelAlphabet()) if (!(c in json.model.vocab)) json.model.vocab[c] = next++;
+  for (const a of json.added_tokens) json.model.vocab[a.content] = a.id;
+  if (legacyMerges) json.model.merges = json.model.merges.map((m) => (Array.isArray(m) ? m.join(' ') : m));
+  fs.writeFileSync(file, JSON.stringify(json));
+  return [name, tk.Tokenizer.fromFile(file)];
+}
+const bpeTokenizers = [
+  bpe('bpe-roberta', false, false),
+  bpe('bpe-prefix-space', true, false),
+  bpe('bpe-legacy-merges', false, true),
+];
+
 // The strings.
 const edge = [
   '', ' ', '   ', '\t', '\n', '\r\n', 'a\r\nb', 'a\u00a0b', '\u00a0', 'a\u200bb', 'a\u200db', '\u2028', '\u3000x\u3000',
@@ -156,16 +185,18 @@ function encoderTokenizer() {
   for (const text of texts) encoded.push((await enc.encode(text)).getIds());
   fs.writeFileSync('seq/testdata/encoder/texts.json', JSON.stringify({ texts, input_ids: encoded }));
 
-  const golden = [];
-  for (const s of strings) {
-    const line = { text: s.text };
-    if (s.pair !== undefined) line.pair = s.pair;
-    for (const [name, t] of tokenizers) {
-      const e = await t.encode(s.text, s.pair ?? null);
-      line[name] = { ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets() };
+  for (const [family, toks] of [['bert', tokenizers], ['bpe', bpeTokenizers]]) {
+    const golden = [];
+    for (const s of strings) {
+      const line = { text: s.text };
+      if (s.pair !== undefined) line.pair = s.pair;
+      for (const [name, t] of toks) {
+        const e = await t.encode(s.text, s.pair ?? null);
+        line[name] = { ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets() };
+      }
+      golden.push(JSON.stringify(line));
     }
-    golden.push(JSON.stringify(line));
+    fs.writeFileSync(path.join(out, `golden-${family}.jsonl.gz`), require('zlib').gzipSync(golden.join('\n') + '\n', { level: 9 }));
+    console.log(`${family}: ${strings.length} strings, ${toks.length} tokenizers`);
   }
-  fs.writeFileSync(path.join(out, 'golden-bert.jsonl.gz'), require('zlib').gzipSync(golden.join('\n') + '\n', { level: 9 }));
-  console.log(`${strings.length} strings, ${tokenizers.length} tokenizers`);
 })();

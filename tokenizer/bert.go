@@ -108,10 +108,12 @@ func isBertPunctuation(r rune) bool {
 	return unicode9(r, unicode.P)
 }
 
-// bertPreTokenize splits normalized text into words: at white space,
+// bertPreTokenizer splits normalized text into words: at white space,
 // which is dropped, and around each punctuation character, which is a
 // word of its own.
-func bertPreTokenize(n *normalized) []*normalized {
+type bertPreTokenizer struct{}
+
+func (bertPreTokenizer) split(n *normalized) []*normalized {
 	var words []*normalized
 	start := 0
 	for i, r := range n.runes {

@@ -8,17 +8,23 @@
 // The BERT family: the BertNormalizer (clean_text, handle_chinese_chars,
 // strip_accents null/true/false, lowercase), the BertPreTokenizer, the
 // WordPiece model (continuing_subword_prefix, max_input_chars_per_word,
-// unk_token), TemplateProcessing and BertProcessing post-processors,
-// added tokens (special tokens such as [MASK] matched in the raw text),
-// and truncation. A component it does not implement is a load error
-// naming it ([ErrUnsupported]): never a tokenization that differs.
+// unk_token), TemplateProcessing and BertProcessing post-processors.
+// Byte-level BPE (RoBERTa, GTE, ModernBERT): the ByteLevel pre-tokenizer
+// (GPT-2's pattern, add_prefix_space, use_regex), the BPE model with its
+// merges in both formats ([a, b] pairs and "a b" strings), RobertaProcessing
+// and the ByteLevel post-processor (trim_offsets). Both: added tokens
+// (special tokens such as [MASK] matched in the raw text) and truncation.
+// A component it does not implement (Unigram, Metaspace, Precompiled and
+// NFKC normalizers among them) is a load error naming it
+// ([ErrUnsupported]): never a tokenization that differs.
 //
 // # Exactness
 //
 // The golden corpus in testdata was made by the Rust tokenizers (the npm
 // package tokenizers 0.23.2, scripts/tokenizer-golden.js): 4,935 strings
 // — edge cases, prose, seeded random strings, 11 scripts, pairs — each
-// encoded by three tokenizers. Every id, type id and offset is compared.
+// encoded by three WordPiece and three byte-level BPE tokenizers. Every
+// id, type id and offset is compared.
 //
 // Characters are classified as the Rust tokenizers classify them: white
 // space by the current Unicode, punctuation, controls and nonspacing marks

@@ -18,9 +18,9 @@ type goldenEncoding struct {
 
 // golden reads the corpus the Rust tokenizers encoded
 // (scripts/tokenizer-golden.js).
-func golden(t testing.TB, name string) (texts, pairs []*string, want []goldenEncoding) {
+func golden(t testing.TB, family, name string) (texts, pairs []*string, want []goldenEncoding) {
 	t.Helper()
-	f, err := os.Open("testdata/golden-bert.jsonl.gz")
+	f, err := os.Open("testdata/golden-" + family + ".jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +60,17 @@ func golden(t testing.TB, name string) (texts, pairs []*string, want []goldenEnc
 // TestGolden encodes every string of the corpus with each tokenizer and
 // compares ids, type ids and offsets with the Rust tokenizers'.
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"bert-uncased", "bert-cased", "bert-cased-strip"} {
+	for _, c := range []struct{ family, name string }{
+		{"bert", "bert-uncased"}, {"bert", "bert-cased"}, {"bert", "bert-cased-strip"},
+		{"bpe", "bpe-roberta"}, {"bpe", "bpe-prefix-space"}, {"bpe", "bpe-legacy-merges"},
+	} {
+		name := c.name
 		t.Run(name, func(t *testing.T) {
 			tok, err := LoadFile("testdata/" + name + ".json")
 			if err != nil {
 				t.Fatal(err)
 			}
-			texts, pairs, want := golden(t, name)
+			texts, pairs, want := golden(t, c.family, name)
 			if len(texts) < 4000 {
 				t.Fatalf("the corpus has %d strings", len(texts))
 			}

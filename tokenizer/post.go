@@ -35,6 +35,101 @@ type special struct {
 	Tokens []string `json:"tokens"`
 }
 
+// roberta is RobertaProcessing: <s> A </s> and <s> A </s></s> B </s>,
+// every type id 0, with byte-level offsets trimmed first.
+type roberta struct {
+	Sep            []json.RawMessage `json:"sep"`
+	Cls            []json.RawMessage `json:"cls"`
+	TrimOffsets    bool              `json:"trim_offsets"`
+	AddPrefixSpace bool              `json:"add_prefix_space"`
+	sep, cls       token
+}
+
+func (r *roberta) added(pair bool) int {
+	if pair {
+		return 4
+	}
+	return 2
+}
+
+func (r *roberta) apply(a, b []token, pair bool) []token {
+	seqs := [][]token{a}
+	if pair {
+		seqs = append(seqs, b)
+	}
+	out := []token{r.cls}
+	for i, seq := range seqs {
+		if r.TrimOffsets {
+			trimOffsets(seq, r.AddPrefixSpace)
+		}
+		if i > 0 {
+			out = append(out, r.sep)
+		}
+		for _, t := range seq {
+			t.typeID = 0
+			out = append(out, t)
+		}
+		out = append(out, r.sep)
+	}
+	return out
+}
+
+// byteLevelPost is the ByteLevel post-processor: offsets trimmed, no
+// tokens added.
+type byteLevelPost struct {
+	TrimOffsets    bool `json:"trim_offsets"`
+	AddPrefixSpace bool `json:"add_prefix_space"`
+}
+
+func (p *byteLevelPost) added(bool) int { return 0 }
+
+func (p *byteLevelPost) apply(a, b []token, pair bool) []token {
+	for i, seq := range [][]token{a, b} {
+		if p.TrimOffsets {
+			trimOffsets(seq, p.AddPrefixSpace)
+		}
+		for k := range seq {
+			seq[k].typeID = i
+		}
+	}
+	return append(a, b...)
+}
+
+// specialPair reads a [token, id] pair of a processor's JSON.
+func specialPair(raw []json.RawMessage, what string) (token, error) {
+	var t token
+	if len(raw) != 2 || json.Unmarshal(raw[0], &t.value) != nil || json.Unmarshal(raw[1], &t.id) != nil {
+		return t, fmt.Errorf("%w: post_processor: %s wants [token, id]", ErrFormat, what)
+	}
+	t.special = true
+	return t, nil
+}
+
+func newPostProcessor(t *typed) (postProcessor, error) {
+	switch t.Type {
+	case "RobertaProcessing":
+		r := &roberta{TrimOffsets: true}
+		if err := json.Unmarshal(t.raw, r); err != nil {
+			return nil, fmt.Errorf("%w: post_processor: %w", ErrFormat, err)
+		}
+		var err error
+		if r.sep, err = specialPair(r.Sep, "sep"); err != nil {
+			return nil, err
+		}
+		if r.cls, err = specialPair(r.Cls, "cls"); err != nil {
+			return nil, err
+		}
+		return r, nil
+	case "ByteLevel":
+		p := &byteLevelPost{}
+		if err := json.Unmarshal(t.raw, p); err != nil {
+			return nil, fmt.Errorf("%w: post_processor: %w", ErrFormat, err)
+		}
+		return p, nil
+	}
+	return newTemplate(t)
+}
+
 func newTemplate(t *typed) (*template, error) {
 	switch t.Type {
 	case "TemplateProcessing":
@@ -86,7 +181,7 @@ func newTemplate(t *typed) (*template, error) {
 			specials: map[string]special{cls: {IDs: []int{clsID}, Tokens: []string{cls}}, sep: {IDs: []int{sepID}, Tokens: []string{sep}}},
 		}, nil
 	}
-	return nil, fmt.Errorf("%w: post_processor %q (TemplateProcessing and BertProcessing are)", ErrUnsupported, t.Type)
+	return nil, fmt.Errorf("%w: post_processor %q (TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel are)", ErrUnsupported, t.Type)
 }
 
 // added returns how many tokens the template adds to a single text or a

@@ -22,9 +22,27 @@ var (
 type Tokenizer struct {
 	added      []addedToken // longest first
 	normalizer *bertNormalizer
-	model      *wordPiece
-	post       *template
+	pre        preTokenizer
+	model      model
+	post       postProcessor
 	truncation *Truncation
+}
+
+// preTokenizer splits normalized text into the pieces a model tokenizes.
+type preTokenizer interface {
+	split(n *normalized) []*normalized
+}
+
+// model tokenizes one piece.
+type model interface {
+	tokenize(piece *normalized, out []token) []token
+	vocabSize() int
+}
+
+// postProcessor lays a sequence (or a pair) out with special tokens.
+type postProcessor interface {
+	added(pair bool) int
+	apply(a, b []token, pair bool) []token
 }
 
 // Truncation is a tokenizer.json's truncation.
@@ -127,30 +145,15 @@ func Load(r io.Reader) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer is)", ErrUnsupported, doc.Normalizer.Type)
 	}
-	if doc.PreTokenizer == nil || doc.PreTokenizer.Type != "BertPreTokenizer" {
-		name := "none"
-		if doc.PreTokenizer != nil {
-			name = doc.PreTokenizer.Type
-		}
-		return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer is)", ErrUnsupported, name)
+	var err error
+	if t.pre, err = newPreTokenizer(doc.PreTokenizer); err != nil {
+		return nil, err
 	}
-	if doc.Model == nil || doc.Model.Type != "WordPiece" {
-		name := "none"
-		if doc.Model != nil {
-			name = doc.Model.Type
-		}
-		return nil, fmt.Errorf("%w: model %q (WordPiece is)", ErrUnsupported, name)
-	}
-	t.model = &wordPiece{MaxInputCharsPerWord: 100, ContinuingSubwordPrefix: "##", UnkToken: "[UNK]"}
-	if err := json.Unmarshal(doc.Model.raw, t.model); err != nil {
-		return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
-	}
-	if err := t.model.init(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	if t.model, err = newModel(doc.Model); err != nil {
+		return nil, err
 	}
 	if doc.PostProcessor != nil {
-		var err error
-		if t.post, err = newTemplate(doc.PostProcessor); err != nil {
+		if t.post, err = newPostProcessor(doc.PostProcessor); err != nil {
 			return nil, err
 		}
 	}
@@ -229,7 +232,7 @@ func (t *Tokenizer) tokens(text string) []token {
 		if t.normalizer != nil {
 			t.normalizer.normalize(n)
 		}
-		for _, w := range bertPreTokenize(n) {
+		for _, w := range t.pre.split(n) {
 			out = t.model.tokenize(w, out)
 		}
 	}
@@ -256,4 +259,50 @@ func (t *Tokenizer) addedAt(runes []rune, i int) (addedToken, bool) {
 		}
 	}
 	return addedToken{}, false
+}
+
+// typeName is a component's type, or "none".
+func typeName(t *typed) string {
+	if t == nil {
+		return "none"
+	}
+	return t.Type
+}
+
+func newPreTokenizer(t *typed) (preTokenizer, error) {
+	switch typeName(t) {
+	case "BertPreTokenizer":
+		return bertPreTokenizer{}, nil
+	case "ByteLevel":
+		p := &byteLevel{UseRegex: true}
+		if err := json.Unmarshal(t.raw, p); err != nil {
+			return nil, fmt.Errorf("%w: pre_tokenizer: %w", ErrFormat, err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer and ByteLevel are)", ErrUnsupported, typeName(t))
+}
+
+func newModel(t *typed) (model, error) {
+	switch typeName(t) {
+	case "WordPiece":
+		m := &wordPiece{MaxInputCharsPerWord: 100, ContinuingSubwordPrefix: "##", UnkToken: "[UNK]"}
+		if err := json.Unmarshal(t.raw, m); err != nil {
+			return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
+		}
+		if err := m.init(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		return m, nil
+	case "BPE":
+		m := &bpe{}
+		if err := json.Unmarshal(t.raw, m); err != nil {
+			return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
+		}
+		if err := m.init(); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("%w: model %q (WordPiece and BPE are)", ErrUnsupported, typeName(t))
 }

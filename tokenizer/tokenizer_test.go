@@ -32,11 +32,11 @@ func bertJSON(t testing.TB, edit func(map[string]any)) string {
 // A component the package does not implement fails the load, naming it.
 func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 	for want, edit := range map[string]func(map[string]any){
-		`normalizer "NFKC"`:          func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} },
-		`pre_tokenizer "ByteLevel"`:  func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "ByteLevel"} },
-		`model "BPE"`:                func(d map[string]any) { d["model"].(map[string]any)["type"] = "BPE" },
-		`post_processor "ByteLevel"`: func(d map[string]any) { d["post_processor"] = map[string]any{"type": "ByteLevel"} },
-		"truncation with a stride":   func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
+		`normalizer "NFKC"`:         func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} },
+		`pre_tokenizer "Metaspace"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Metaspace"} },
+		`model "Unigram"`:           func(d map[string]any) { d["model"].(map[string]any)["type"] = "Unigram" },
+		`post_processor "Sequence"`: func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Sequence"} },
+		"truncation with a stride":  func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
 		`added token "[MASK]" with single_word`: func(d map[string]any) {
 			d["added_tokens"].([]any)[4].(map[string]any)["single_word"] = true
 		},
@@ -88,31 +88,42 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
-// FuzzEncode: any text encodes without a panic, the same twice, with
-// ids in the vocabulary and offsets within the text.
+// FuzzEncode: any text encodes without a panic (WordPiece and
+// byte-level BPE), the same twice, with ids in the vocabulary and offsets
+// within the text.
 func FuzzEncode(f *testing.F) {
-	tok, err := LoadFile("testdata/bert-cased-strip.json")
-	if err != nil {
-		f.Fatal(err)
+	var toks []*Tokenizer
+	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space"} {
+		tok, err := LoadFile("testdata/" + name + ".json")
+		if err != nil {
+			f.Fatal(err)
+		}
+		toks = append(toks, tok)
 	}
 	for _, s := range []string{"", "Héllo, wörld!", "[MASK] a\u0301\u0336\u034e", "你好 👨‍👩‍👧 \x00\xff"} {
 		f.Add(s, "")
 		f.Add(s, "pair")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		e := tok.EncodePair(a, b)
-		again := tok.EncodePair(a, b)
-		if !slices.Equal(e.IDs, again.IDs) || !slices.Equal(e.Offsets, again.Offsets) {
-			t.Fatal("two encodings differ")
-		}
-		n := max(utf8.RuneCountInString(a), utf8.RuneCountInString(b))
-		for i, id := range e.IDs {
-			if id < 0 || id >= int64(len(tok.model.Vocab)) {
-				t.Fatalf("id %d", id)
-			}
-			if o := e.Offsets[i]; o[0] < 0 || o[0] > o[1] || o[1] > n {
-				t.Fatalf("offsets %v of %d characters", o, n)
-			}
+		for _, tok := range toks {
+			checkEncoding(t, tok, a, b)
 		}
 	})
+}
+
+func checkEncoding(t *testing.T, tok *Tokenizer, a, b string) {
+	e := tok.EncodePair(a, b)
+	again := tok.EncodePair(a, b)
+	if !slices.Equal(e.IDs, again.IDs) || !slices.Equal(e.Offsets, again.Offsets) {
+		t.Fatal("two encodings differ")
+	}
+	n := max(utf8.RuneCountInString(a), utf8.RuneCountInString(b))
+	for i, id := range e.IDs {
+		if id < 0 || id >= int64(tok.model.vocabSize()) {
+			t.Fatalf("id %d", id)
+		}
+		if o := e.Offsets[i]; o[0] < 0 || o[0] > o[1] || o[1] > n {
+			t.Fatalf("offsets %v of %d characters", o, n)
+		}
+	}
 }

@@ -34,6 +34,8 @@ type token struct {
 	special bool
 }
 
+func (w *wordPiece) vocabSize() int { return len(w.Vocab) }
+
 // tokenize appends the pieces of one word.
 func (w *wordPiece) tokenize(word *normalized, out []token) []token {
 	s := string(word.runes)
