@@ -152,8 +152,8 @@ func (g *grpcService) ModelStatistics(_ context.Context, req *pb.ModelStatistics
 	return out, nil
 }
 
-func (g *grpcService) RepositoryIndex(_ context.Context, req *pb.RepositoryIndexRequest) (*pb.RepositoryIndexResponse, error) {
-	index, err := g.s.repositoryIndex(req.GetReady())
+func (g *grpcService) RepositoryIndex(ctx context.Context, req *pb.RepositoryIndexRequest) (*pb.RepositoryIndexResponse, error) {
+	index, err := g.s.repositoryIndex(ctx, req.GetReady())
 	if err != nil {
 		return nil, grpcError(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +15,13 @@ import (
 
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/serve/tritonpb"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
-// Repository is a folder of models in Triton's layout:
+// Repository is a folder of models in Triton's layout, on the local file
+// system or on object storage (Dir an s3://, gs:// or azblob:// URL of a
+// prefix ending in /, its driver imported by the program; folders are
+// found by listing, a file's version is its size and ETag):
 //
 //	DIR/NAME/config.pbtxt         optional: Triton's model configuration
 //	DIR/NAME/config.json          optional: version policy and batching
@@ -92,6 +94,7 @@ type fileState struct {
 	path   string
 	size   int64
 	mod    time.Time
+	etag   string // an object's
 	config string // config.json as read
 }
 
@@ -201,7 +204,8 @@ func (c modelConfig) apply(spec *ModelSpec) {
 // repository loads and unloads a Repository's models into a server.
 type repository struct {
 	Repository
-	s *Server
+	s  *Server
+	fs repoFS
 
 	mu       sync.Mutex                   // one change at a time
 	failed   map[string]map[string]string // the last load error, by name and version
@@ -223,7 +227,7 @@ func newRepository(r Repository, s *Server) *repository {
 	if r.MaxFileBytes <= 0 {
 		r.MaxFileBytes = defaultMaxFileBytes
 	}
-	return &repository{Repository: r, s: s, failed: map[string]map[string]string{}, unloaded: map[string]bool{},
+	return &repository{Repository: r, s: s, fs: newRepoFS(r.Dir), failed: map[string]map[string]string{}, unloaded: map[string]bool{},
 		failedFile: map[string]map[string]fileState{}, seen: map[string]map[string]fileState{}, warned: map[string]bool{}}
 }
 
@@ -237,27 +241,17 @@ func (r *repository) warnOnce(path, msg string) {
 
 // modelFile returns a version folder's model file: the first of Files
 // there, if it is a regular file of a bounded size.
-func (r *repository) modelFile(dir, name string) (fileState, error) {
+func (r *repository) modelFile(ctx context.Context, dir, name string) (fileState, error) {
 	files := r.Files
 	if name != "" {
 		files = []string{name} // config.pbtxt's default_model_filename
 	}
 	for _, name := range files {
-		path := filepath.Join(dir, name)
-		st, err := os.Stat(path) // a link is followed to what it names
+		f, err := r.fs.file(ctx, r.fs.join(dir, name), r.MaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return fileState{}, err
-		}
-		if !st.Mode().IsRegular() {
-			return fileState{}, fmt.Errorf("%s is not a regular file (%s): a model is read from a file of a known size", path, st.Mode().Type())
-		}
-		if st.Size() > r.MaxFileBytes {
-			return fileState{}, fmt.Errorf("%s holds %d bytes, over the %d a model file may", path, st.Size(), r.MaxFileBytes)
-		}
-		return fileState{path: path, size: st.Size(), mod: st.ModTime()}, nil
+		return f, err
 	}
 	return fileState{}, fs.ErrNotExist
 }
@@ -265,41 +259,35 @@ func (r *repository) modelFile(dir, name string) (fileState, error) {
 // scan returns the versions of a model the policy serves, with their
 // files, its config, and the versions whose folder holds no usable model
 // file, with the reason. A model folder that is not there serves none.
-func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[string]error, error) {
+func (r *repository) scan(ctx context.Context, name string) (map[string]fileState, modelConfig, map[string]error, error) {
 	var cfg modelConfig
 	cfg.VersionPolicy.Latest = 1
-	dir := filepath.Join(r.Dir, name)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cfg, nil, nil
-	}
-	if err != nil {
+	dir := r.fs.join(r.Dir, name)
+	versionDirs, exists, err := r.fs.dirs(ctx, dir)
+	if err != nil || !exists {
 		return nil, cfg, nil, err
 	}
-	config, err := r.readConfig(dir, name, &cfg)
+	config, err := r.readConfig(ctx, dir, name, &cfg)
 	if err != nil {
 		return nil, cfg, nil, err
 	}
 	found, bad := map[string]fileState{}, map[string]error{}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if st, err := os.Stat(path); err != nil || !st.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue // a file, or a link to one, or hidden
-		}
-		if !versionName(e.Name()) {
+	for _, v := range versionDirs {
+		path := r.fs.join(dir, v)
+		if !versionName(v) {
 			r.warnOnce(path, "a folder that is not a version (a positive integer without leading zeros) is passed over")
 			continue
 		}
-		file, err := r.modelFile(path, cfg.triton.GetDefaultModelFilename())
+		file, err := r.modelFile(ctx, path, cfg.triton.GetDefaultModelFilename())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // no model yet
 		}
 		if err != nil {
-			bad[e.Name()] = err
+			bad[v] = err
 			continue
 		}
 		file.config = config
-		found[e.Name()] = file
+		found[v] = file
 	}
 	versions := slices.SortedFunc(maps.Keys(found), compareVersions)
 	keep := map[string]bool{}
@@ -325,10 +313,10 @@ func (r *repository) scan(name string) (map[string]fileState, modelConfig, map[s
 // readConfig reads a model folder's config.pbtxt (Triton's) and
 // config.json (drainpipe's, for what Triton has no field for) into cfg,
 // and returns their text, to tell when either changes.
-func (r *repository) readConfig(dir, name string, cfg *modelConfig) (string, error) {
+func (r *repository) readConfig(ctx context.Context, dir, name string, cfg *modelConfig) (string, error) {
 	var text strings.Builder
-	pbtxt := filepath.Join(dir, tritonConfigFile)
-	if data, err := readBounded(pbtxt, 1<<20); err == nil {
+	pbtxt := r.fs.join(dir, tritonConfigFile)
+	if data, err := r.fs.read(ctx, pbtxt, 1<<20); err == nil {
 		text.Write(data)
 		policy := cfg.VersionPolicy
 		if *cfg, err = parseTriton(data, name, r.s.cfg.logger); err != nil {
@@ -340,8 +328,8 @@ func (r *repository) readConfig(dir, name string, cfg *modelConfig) (string, err
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	path := filepath.Join(dir, "config.json")
-	data, err := readBounded(path, 1<<20)
+	path := r.fs.join(dir, "config.json")
+	data, err := r.fs.read(ctx, path, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return text.String(), nil
 	}
@@ -376,41 +364,20 @@ func (r *repository) readConfig(dir, name string, cfg *modelConfig) (string, err
 	return text.String(), nil
 }
 
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() > limit {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, limit)
-	}
-	return os.ReadFile(path)
-}
-
 // names returns the model folders of the repository.
-func (r *repository) names() ([]string, error) {
-	entries, err := os.ReadDir(r.Dir)
-	if err != nil {
-		return nil, err
+func (r *repository) names(ctx context.Context) ([]string, error) {
+	names, exists, err := r.fs.dirs(ctx, r.Dir)
+	if err == nil && !exists && !storage.IsURL(r.Dir) {
+		err = fmt.Errorf("%s: %w", r.Dir, fs.ErrNotExist)
 	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if st, err := os.Stat(filepath.Join(r.Dir, e.Name())); err == nil && st.IsDir() { // links followed
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
+	return names, err
 }
 
 // syncAll brings every model to what the folder holds: the models in it
 // and the ones served from it that are gone. A model that fails to load
 // is logged and listed in the index as unavailable, with its reason.
 func (r *repository) syncAll(ctx context.Context, polled bool) error {
-	names, err := r.names()
+	names, err := r.names(ctx)
 	if err != nil {
 		return fmt.Errorf("serve: model repository: %w", err)
 	}
@@ -469,7 +436,7 @@ func (r *repository) unserved() (string, bool) {
 func (r *repository) syncModel(ctx context.Context, name string, polled bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	want, cfg, bad, err := r.scan(name)
+	want, cfg, bad, err := r.scan(ctx, name)
 	if err != nil {
 		r.failed[name] = map[string]string{"": err.Error()}
 		r.s.metrics.loadFailed(name)
@@ -569,8 +536,8 @@ type indexEntry struct {
 // index lists the repository's models: the versions served (READY), those
 // that failed to load (UNAVAILABLE, with the reason), and models in the
 // folder not loaded (no state).
-func (r *repository) index(readyOnly bool) ([]indexEntry, error) {
-	names, err := r.names()
+func (r *repository) index(ctx context.Context, readyOnly bool) ([]indexEntry, error) {
+	names, err := r.names(ctx)
 	if err != nil {
 		return nil, err
 	}

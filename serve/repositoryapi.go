@@ -15,11 +15,11 @@ import (
 )
 
 // repositoryIndex lists the repository's models.
-func (s *Server) repositoryIndex(ready bool) ([]indexEntry, error) {
+func (s *Server) repositoryIndex(ctx context.Context, ready bool) ([]indexEntry, error) {
 	if s.repo == nil {
 		return nil, &Error{Code: CodeNotFound, Err: errors.New("the server has no model repository")}
 	}
-	out, err := s.repo.index(ready)
+	out, err := s.repo.index(ctx, ready)
 	if err != nil {
 		return nil, &Error{Code: CodeInternal, Err: err}
 	}
@@ -81,7 +81,7 @@ func (s *Server) restRepositoryIndex(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out, err := s.repositoryIndex(in.Ready)
+	out, err := s.repositoryIndex(r.Context(), in.Ready)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -100,11 +100,18 @@ parameters: {
 	if code != 200 {
 		t.Fatalf("infer: %d %s", code, body)
 	}
+	checkBatchesWithin(t, r, "classifier", 4)
+}
+
+// checkBatchesWithin fails the test unless every batch model ran (as
+// /metrics counts them) had at most max rows.
+func checkBatchesWithin(t *testing.T, r *running, model string, max int) {
+	t.Helper()
 	_, metrics := r.do(t, "GET", "/metrics", nil, nil)
-	count := regexp.MustCompile(`drainpipe_batch_size_rows_count\{model="classifier"\} (\d+)`).FindSubmatch(metrics)
-	le4 := regexp.MustCompile(`drainpipe_batch_size_rows_bucket\{model="classifier",le="4"\} (\d+)`).FindSubmatch(metrics)
-	if count == nil || le4 == nil || string(count[1]) != string(le4[1]) || string(count[1]) == "0" {
-		t.Fatalf("batches over max_batch_size 4:\n%s", metrics)
+	count := regexp.MustCompile(`drainpipe_batch_size_rows_count\{model="` + model + `"\} (\d+)`).FindSubmatch(metrics)
+	within := regexp.MustCompile(`drainpipe_batch_size_rows_bucket\{model="` + model + `",le="` + strconv.Itoa(max) + `"\} (\d+)`).FindSubmatch(metrics)
+	if count == nil || within == nil || string(count[1]) != string(within[1]) || string(count[1]) == "0" {
+		t.Fatalf("batches over %d rows:\n%s", max, metrics)
 	}
 }
 

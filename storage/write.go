@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -278,8 +279,9 @@ func (o *Opener) Remove(ctx context.Context, name string) error {
 
 // Entry is a file of a folder listing.
 type Entry struct {
-	Name string // relative to the folder, with / between folders
-	Size int64
+	Name    string // relative to the folder, with / between folders
+	Size    int64
+	ModTime time.Time
 }
 
 // List returns the files directly in a folder (a path, or a URL whose key
@@ -301,7 +303,7 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 				if err != nil {
 					continue // removed meanwhile
 				}
-				out = append(out, Entry{Name: e.Name(), Size: info.Size()})
+				out = append(out, Entry{Name: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
 			}
 		}
 		return out, nil
@@ -319,7 +321,30 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 	}
 	out := make([]Entry, len(objs))
 	for i, obj := range objs {
-		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size}
+		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size, ModTime: obj.ModTime}
+	}
+	return out, nil
+}
+
+// Walk returns every object under a folder URL, in its folders too (one
+// listing request per thousand objects), named relative to it with /
+// between folders. It is for object storage: a local folder is walked
+// with the os package, whose links and file types matter.
+func (o *Opener) Walk(ctx context.Context, dir string) ([]Entry, error) {
+	if !IsURL(dir) || isHTTP(dir) {
+		return nil, fmt.Errorf("storage: %s: Walk lists object storage", redact(dir))
+	}
+	ob, b, err := o.open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := listAll(ctx, b, &blob.ListOptions{Prefix: folderKey(ob.key)})
+	if err != nil {
+		return nil, objectError(dir, err)
+	}
+	out := make([]Entry, len(objs))
+	for i, obj := range objs {
+		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size, ModTime: obj.ModTime}
 	}
 	return out, nil
 }

@@ -70,7 +70,7 @@ func serveCommand() *cobra.Command {
 	fs := c.Flags()
 	var models, sizes listFlag
 	fs.Var(&models, "model", "a model to serve, as PATH or NAME=PATH (default name: the file's base name); repeatable")
-	repoDir := fs.String("model-repository", "", "serve the models of this folder, in Triton's layout: NAME/VERSION/model.dpmlp (or model.onnx), with an optional NAME/config.json")
+	repoDir := fs.String("model-repository", "", "serve the models of this folder (or object storage prefix, s3://bucket/models/?…, polled by listing), in Triton's layout: NAME/VERSION/model.dpmlp (or model.onnx), with an optional NAME/config.pbtxt and NAME/config.json")
 	repoPoll := fs.Duration("repository-poll", 0, "rescan --model-repository this often, loading new versions and unloading removed ones (0: load at start, then only through the repository API)")
 	name := fs.String("name", "", "the name of the one model served (instead of NAME=PATH)")
 	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
@@ -188,7 +188,7 @@ func serveCommand() *cobra.Command {
 			opts = append(opts, serve.WithTLS(tlsConfig))
 		}
 		if *repoDir != "" {
-			if st, err := os.Stat(*repoDir); err != nil || !st.IsDir() {
+			if st, err := os.Stat(*repoDir); !storage.IsURL(*repoDir) && (err != nil || !st.IsDir()) {
 				return fmt.Errorf("serve: --model-repository %s: not a folder", *repoDir)
 			}
 			opts = append(opts, serve.WithRepository(serve.Repository{Dir: *repoDir, Poll: *repoPoll,

@@ -28,7 +28,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // served is a drainpipe serve process started for a test.
@@ -369,5 +371,47 @@ func TestServeHostileClients(t *testing.T) {
 	}
 	if took := time.Since(began); !sawDraining || took > time.Minute {
 		t.Fatalf("readiness 503 seen: %t; exit after %s", sawDraining, took)
+	}
+}
+
+// serve --model-repository on object storage: an MLP and its Triton
+// config.pbtxt in an S3 bucket (VersityGW on loopback), found by listing
+// and served; a version put later is served once the poll lists it.
+func TestServeModelRepositoryOnS3(t *testing.T) {
+	dir := fixture(t, 10, 16, 3)
+	model := arrowtest.ReadFile(t, filepath.Join(dir, "model.dpmlp"))
+	srv := s3test.Start(t)
+	srv.Bucket(t, "models")
+	store := storage.NewOpener()
+	defer store.Close()
+	put := func(key string, data []byte) {
+		t.Helper()
+		if err := store.WriteFile(t.Context(), srv.URL("models", key), data, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("mlp/config.pbtxt", []byte("name: \"mlp\"\nmax_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 100 }\n"))
+	put("mlp/1/model.dpmlp", model)
+	s := startServe(t, "--model-repository", srv.URL("models", ""), "--repository-poll", "50ms")
+	version := func() string {
+		resp, err := http.Post(s.http+"/v2/models/mlp/infer", "application/json", bytes.NewReader(featureBodyNamed("features", 2, 16)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			ModelVersion string `json:"model_version"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		return out.ModelVersion
+	}
+	if v := version(); v != "1" {
+		t.Fatalf("served version %q\n%s", v, s.logText())
+	}
+	put("mlp/2/model.dpmlp", model)
+	for deadline := time.Now().Add(20 * time.Second); version() != "2"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("version 2 never served\n%s", s.logText())
+		}
 	}
 }

@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/online"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/storage"
+)
+
+// A repository on object storage (an S3 server on loopback): its models
+// found by listing, config.pbtxt honoured, a new version loaded when the
+// poll lists it (once two polls agree), a removed one unloaded.
+func TestRepositoryOnS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "models")
+	store := storage.NewOpener()
+	defer store.Close()
+	ctx := t.Context()
+	put := func(key, content string) {
+		t.Helper()
+		if err := store.WriteFile(ctx, srv.URL("models", key), []byte(content), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("repo/classifier/config.pbtxt", "max_batch_size: 4\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n")
+	put("repo/classifier/1/model.seed", "7")
+	put("repo/.hidden/1/model.seed", "7")
+	mem := arrowtest.Allocator(t)
+	repo := Repository{Dir: srv.URL("models", "repo/"), Poll: 20 * time.Millisecond, Files: []string{"model.seed"},
+		Load: func(ctx context.Context, path string) (ModelSpec, error) {
+			data, err := store.ReadFile(ctx, path)
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			seed, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			m, err := cpu.NewMLP([]int{features, 16, 3}, cpu.ReLU, rand.New(rand.NewPCG(seed, 2)))
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			return ModelSpec{Model: m, Input: mlpInput(), Options: []predict.Option{predict.WithBatchSize(256), predict.WithAllocator(mem)},
+				Batching: online.Options{MaxDelay: time.Millisecond}}, nil
+		}}
+	r := serveTest(t, nil, WithRepository(repo))
+	waitFor(t, "version 1 served", func() bool { return r.indexText(t) == "classifier 1 READY" })
+	if code, body := r.do(t, "POST", "/v2/models/classifier/infer", inferBody(rows(0, 10), false, nil), nil); code != 200 {
+		t.Fatalf("infer: %d %s", code, body)
+	}
+	checkBatchesWithin(t, r, "classifier", 4)
+	put("repo/classifier/2/model.seed", "8")
+	waitFor(t, "version 2 served", func() bool { return r.indexText(t) == "classifier 2 READY" })
+	if err := store.Remove(ctx, srv.URL("models", "repo/classifier/2/model.seed")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "version 1 back", func() bool { return r.indexText(t) == "classifier 1 READY" })
+}
