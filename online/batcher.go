@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/internal/runner"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -37,11 +38,11 @@ var (
 //
 // Make one with [NewBatcher]; it must be closed with Close.
 type Batcher struct {
-	set     predict.Settings
+	set     runner.Settings
 	opts    Options
 	schema  *arrow.Schema
 	padder  *pad.Padder
-	workers []*predict.Group
+	workers []runner.Group
 	onStats bool // call set.OnStats when the sessions are down (not in a Stream)
 	began   time.Time
 
@@ -92,7 +93,7 @@ func NewBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema,
 }
 
 func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema, opts Options, onStats bool) (*Batcher, error) {
-	set := p.Settings()
+	set := runner.Of(p)
 	if len(set.DatasetOnly) > 0 {
 		return nil, fmt.Errorf("online: %s apply to Predict and All, not to online batching", strings.Join(set.DatasetOnly, ", "))
 	}
@@ -108,7 +109,7 @@ func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema,
 		wake: make(chan struct{}, 1), free: make(chan struct{}, set.Groups),
 		work: make(chan *job, set.Groups), stopped: make(chan struct{})}
 	for range set.Groups {
-		g, err := p.StartGroup(ctx, padder.Schema())
+		g, err := runner.StartGroup(p, ctx, padder.Schema())
 		if err != nil {
 			for _, w := range b.workers {
 				err = errors.Join(err, w.Shutdown(ctx))

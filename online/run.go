@@ -13,7 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/internal/runner"
 )
 
 // ran is a batch the device has run: its predictions or error, for the
@@ -29,7 +29,7 @@ type ran struct {
 // the predictions, waking the callers) while the device runs the next:
 // done in line, that work left the device idle for a third of the time
 // under many small requests.
-func (b *Batcher) runWorker(w *predict.Group) {
+func (b *Batcher) runWorker(w runner.Group) {
 	done := make(chan ran, 1)
 	var delivering sync.WaitGroup
 	delivering.Go(func() {
@@ -54,7 +54,7 @@ func (b *Batcher) runWorker(w *predict.Group) {
 }
 
 // run predicts one batch.
-func (b *Batcher) run(w *predict.Group, j *job) ran {
+func (b *Batcher) run(w runner.Group, j *job) ran {
 	began := time.Now()
 	out, err := b.predict(w, j)
 	device := time.Since(began)
@@ -111,7 +111,7 @@ func (b *Batcher) answer(r ran) {
 
 // predict pads the batch's rows and runs them through the worker's
 // session group.
-func (b *Batcher) predict(w *predict.Group, j *job) (arrow.RecordBatch, error) {
+func (b *Batcher) predict(w runner.Group, j *job) (arrow.RecordBatch, error) {
 	recs := make([]arrow.RecordBatch, len(j.segs))
 	for i, s := range j.segs {
 		recs[i] = s.rows

@@ -50,13 +50,13 @@
 //
 // # Session groups
 //
-// [WithGroups] runs several session groups, each taking whole batches.
-// A [Group] is one of them, exported for runners of their own: it runs a
-// padded batch through its replica sessions with the hooks around it, the
-// model's rows checked, the passthrough columns put back and panics turned
-// into errors. Package online batches requests that arrive one by one
-// over a Predictor's groups; [Predictor.Settings] tells it how the
-// Predictor was configured.
+// [WithGroups] runs several session groups, each taking whole batches:
+// each runs a padded batch through its replica sessions with the hooks
+// around it, the model's rows checked, the passthrough columns put back
+// and panics turned into errors. Package online batches requests that
+// arrive one by one over a Predictor's groups, which it reaches through
+// an internal package: a user's surface is Predict and All here, and
+// online's Batcher and Stream.
 //
 // # Ownership
 //

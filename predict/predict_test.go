@@ -17,6 +17,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/internal/runner"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -303,13 +304,13 @@ func TestBadInput(t *testing.T) {
 	m.AssertLifecycle(t, 1)
 }
 
-// Settings hands out copies: a caller that changes the batch sizes it
-// got does not change the Predictor's.
+// The settings package online reads hand out copies: a caller that
+// changes the batch sizes it got does not change the Predictor's.
 func TestSettingsAreCopies(t *testing.T) {
 	p := fakedev.NewPredictor(t, &fakedev.Model{}, predict.WithBatchSizes(2, 8))
-	s := p.Settings()
+	s := runner.Of(p)
 	s.BatchSizes[0] = 1000
-	if got := p.Settings().BatchSizes; got[0] != 2 {
+	if got := runner.Of(p).BatchSizes; got[0] != 2 {
 		t.Fatalf("the Predictor's batch sizes changed through Settings: %v", got)
 	}
 }

@@ -19,7 +19,7 @@ var errDone = errors.New("predict: run done")
 // i goes to group i mod n, and the predictions are handed to emit in input
 // order. A failure, in order, ends the run; every goroutine has stopped
 // and every record not delivered is released when it returns.
-func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], groups []*Group, clk clock, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
+func (p *Predictor) runSessions(ctx context.Context, input iter.Seq2[device.Batch, error], groups []*group, clk clock, st *Stats, emit func(arrow.RecordBatch, int) bool) error {
 	n := len(groups)
 	run, cancel := context.WithCancelCause(ctx)
 	defer cancel(errDone)
