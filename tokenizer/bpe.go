@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -105,26 +106,81 @@ func (b *bpe) tokenize(word *normalized, out []token) []token {
 		}
 		syms = append(syms, symbol{id: id, start: i, end: i + 1})
 	}
-	for {
-		best, at := merge{rank: -1}, -1
-		for i := 0; i+1 < len(syms); i++ {
-			m, ok := b.ranks[[2]int{syms[i].id, syms[i+1].id}]
-			if ok && (at < 0 || m.rank < best.rank) {
-				best, at = m, i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		syms[at] = symbol{id: best.id, start: syms[at].start, end: syms[at+1].end}
-		syms = append(syms[:at+1], syms[at+2:]...)
-	}
+	syms = b.merge(syms)
 	for _, sym := range syms {
 		value := string(word.runes[sym.start:sym.end])
 		if sym.id == b.unk && b.UnkToken != nil {
 			value = *b.UnkToken
 		}
 		out = append(out, token{id: sym.id, value: value, offsets: word.span(sym.start, sym.end)})
+	}
+	return out
+}
+
+// mergeAt is a candidate merge of the symbol at pos with the next.
+type mergeAt struct{ rank, pos, id int }
+
+type mergeQueue []mergeAt
+
+func (q mergeQueue) Len() int { return len(q) }
+func (q mergeQueue) Less(i, j int) bool {
+	return q[i].rank < q[j].rank || q[i].rank == q[j].rank && q[i].pos < q[j].pos
+}
+func (q mergeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *mergeQueue) Push(x any)   { *q = append(*q, x.(mergeAt)) }
+func (q *mergeQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// merge applies the merges to a piece's symbols, the lowest rank first
+// and the leftmost among equals, with a priority queue (as Hugging Face
+// does): a piece of n characters costs n log n, however long.
+func (b *bpe) merge(syms []symbol) []symbol {
+	n := len(syms)
+	next, prev, gone := make([]int, n), make([]int, n), make([]bool, n)
+	for i := range n {
+		next[i], prev[i] = i+1, i-1
+	}
+	if n > 0 {
+		next[n-1] = -1
+	}
+	q := &mergeQueue{}
+	push := func(i int) {
+		if i < 0 || next[i] < 0 {
+			return
+		}
+		if m, ok := b.ranks[[2]int{syms[i].id, syms[next[i]].id}]; ok {
+			heap.Push(q, mergeAt{m.rank, i, m.id})
+		}
+	}
+	for i := range n {
+		push(i)
+	}
+	for q.Len() > 0 {
+		top := heap.Pop(q).(mergeAt)
+		i := top.pos
+		if gone[i] || next[i] < 0 {
+			continue
+		}
+		j := next[i]
+		if m, ok := b.ranks[[2]int{syms[i].id, syms[j].id}]; !ok || m.id != top.id {
+			continue // the pair changed since it was queued
+		}
+		syms[i] = symbol{id: top.id, start: syms[i].start, end: syms[j].end}
+		gone[j] = true
+		next[i] = next[j]
+		if next[i] >= 0 {
+			prev[next[i]] = i
+		}
+		push(prev[i])
+		push(i)
+	}
+	out := syms[:0]
+	for i := 0; i >= 0 && i < n; i = next[i] {
+		out = append(out, syms[i])
 	}
 	return out
 }

@@ -127,3 +127,23 @@ func checkEncoding(t *testing.T, tok *Tokenizer, a, b string) {
 		}
 	}
 }
+
+// A hostile text — a million letters without a space, one piece for
+// byte-level BPE — encodes (in n log n merges: the quadratic loop this
+// replaced did not finish), to the tokens the same text gives in parts.
+func TestLongWord(t *testing.T) {
+	for _, name := range []string{"bpe-roberta", "bert-uncased"} {
+		tok, err := LoadFile("testdata/" + name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := strings.Repeat("licence", 1<<17)
+		e := tok.Encode(long)
+		if len(e.IDs) < 3 {
+			t.Fatalf("%s: %d tokens", name, len(e.IDs))
+		}
+		if o := e.Offsets[len(e.Offsets)-2]; o[1] != len(long) {
+			t.Fatalf("%s: the last token ends at %d of %d", name, o[1], len(long))
+		}
+	}
+}
