@@ -94,7 +94,12 @@ func main() {
 	rounds := flag.Int("rounds", 5, "interleaved rounds of --goals")
 	only := flag.String("only", "", "with --goals, only the goals whose name holds this text (e.g. ONNX, files, kernels)")
 	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
+	rssOf := flag.String("rss-of", "", "(internal) run this command (a JSON array) and print its peak resident memory in KB")
 	flag.Parse()
+	if *rssOf != "" {
+		printRSS(*rssOf)
+		return
+	}
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
