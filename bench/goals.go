@@ -191,6 +191,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	gs = append(gs, onnxGoals(c, recs)...)
 	gs = append(gs, seqWasteGoals()...)
 	gs = append(gs, seqONNXGoals(c)...)
+	gs = append(gs, tokenizerGoals(c)...)
 	gs = slices.DeleteFunc(gs, func(g goal) bool { return !strings.Contains(g.name, only) })
 	if len(gs) == 0 {
 		check(fmt.Errorf("no goal's name holds %q", only))
