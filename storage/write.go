@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -279,9 +278,8 @@ func (o *Opener) Remove(ctx context.Context, name string) error {
 
 // Entry is a file of a folder listing.
 type Entry struct {
-	Name    string // relative to the folder, with / between folders
-	Size    int64
-	ModTime time.Time
+	Name string // relative to the folder, with / between folders
+	Size int64
 }
 
 // List returns the files directly in a folder (a path, or a URL whose key
@@ -303,7 +301,7 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 				if err != nil {
 					continue // removed meanwhile
 				}
-				out = append(out, Entry{Name: e.Name(), Size: info.Size(), ModTime: info.ModTime()})
+				out = append(out, Entry{Name: e.Name(), Size: info.Size()})
 			}
 		}
 		return out, nil
@@ -321,7 +319,7 @@ func (o *Opener) List(ctx context.Context, dir string) ([]Entry, error) {
 	}
 	out := make([]Entry, len(objs))
 	for i, obj := range objs {
-		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size, ModTime: obj.ModTime}
+		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size}
 	}
 	return out, nil
 }
@@ -344,7 +342,7 @@ func (o *Opener) Walk(ctx context.Context, dir string) ([]Entry, error) {
 	}
 	out := make([]Entry, len(objs))
 	for i, obj := range objs {
-		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size, ModTime: obj.ModTime}
+		out[i] = Entry{Name: strings.TrimPrefix(obj.Key, folderKey(ob.key)), Size: obj.Size}
 	}
 	return out, nil
 }
