@@ -178,6 +178,42 @@ function encoderTokenizer() {
   return tk.Tokenizer.fromFile(file);
 }
 
+// Unigram (XLM-R, multilingual E5): trained by the package's Unigram
+// trainer behind a Metaspace pre-tokenizer, XLM-R's special tokens put
+// first (<s> 0, <pad> 1, </s> 2, <unk> 3) and its template; NFKC or no
+// normalizer, the prefix ▁ always or first.
+// (Its trainer's 8,000 pieces must hold every character it sees: fewer
+// sentences of each script than the others are trained on.)
+const unigramTrain = path.join(os.tmpdir(), 'tokenizer-train-unigram.txt');
+fs.writeFileSync(unigramTrain, lines.slice(0, lines.length - scripts.length * 400)
+  .concat(scripts.flatMap(([, ranges]) => Array.from({ length: 20 }, () => sentence(ranges)))).join('\n'));
+function unigram(name, normalizer, prependScheme) {
+  const t = new tk.Tokenizer(tk.Unigram.empty());
+  if (normalizer) t.setNormalizer(normalizer);
+  t.setPreTokenizer(tk.metaspacePreTokenizer('▁', prependScheme, true));
+  t.train([unigramTrain]);
+  const file = path.join(out, `${name}.json`);
+  t.save(file, false);
+  const json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const specials = ['<s>', '<pad>', '</s>', '<unk>'];
+  json.model.vocab = specials.map((s) => [s, 0]).concat(json.model.vocab.filter(([p]) => !specials.includes(p)));
+  json.model.unk_id = 3;
+  json.added_tokens = specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  json.post_processor = {
+    type: 'TemplateProcessing',
+    single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+    pair: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } },
+      { SpecialToken: { id: '</s>', type_id: 0 } }, { Sequence: { id: 'B', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+    special_tokens: { '<s>': { id: '<s>', ids: [0], tokens: ['<s>'] }, '</s>': { id: '</s>', ids: [2], tokens: ['</s>'] } },
+  };
+  fs.writeFileSync(file, JSON.stringify(json));
+  return [name, tk.Tokenizer.fromFile(file)];
+}
+const unigramTokenizers = [
+  unigram('unigram-nfkc', tk.nfkcNormalizer(), 'always'),
+  unigram('unigram-first', null, 'first'),
+];
+
 (async () => {
   const enc = encoderTokenizer();
   const texts = strings.filter((s) => s.pair === undefined).slice(0, 400).map((s) => s.text);
@@ -185,7 +221,7 @@ function encoderTokenizer() {
   for (const text of texts) encoded.push((await enc.encode(text)).getIds());
   fs.writeFileSync('seq/testdata/encoder/texts.json', JSON.stringify({ texts, input_ids: encoded }));
 
-  for (const [family, toks] of [['bert', tokenizers], ['bpe', bpeTokenizers]]) {
+  for (const [family, toks] of [['bert', tokenizers], ['bpe', bpeTokenizers], ['unigram', unigramTokenizers]]) {
     const golden = [];
     for (const s of strings) {
       const line = { text: s.text };

@@ -21,11 +21,16 @@ var (
 // concurrent use.
 type Tokenizer struct {
 	added      []addedToken // longest first
-	normalizer *bertNormalizer
+	normalizer normalizer
 	pre        preTokenizer
 	model      model
 	post       postProcessor
 	truncation *Truncation
+}
+
+// normalizer normalizes text in place, keeping its alignments.
+type normalizer interface {
+	normalize(n *normalized)
 }
 
 // preTokenizer splits normalized text into the pieces a model tokenizes.
@@ -135,17 +140,10 @@ func Load(r io.Reader) (*Tokenizer, error) {
 		}
 	}
 	// Padding is left to the runner (package seq pads each sub-batch).
-	switch {
-	case doc.Normalizer == nil:
-	case doc.Normalizer.Type == "BertNormalizer":
-		t.normalizer = &bertNormalizer{}
-		if err := json.Unmarshal(doc.Normalizer.raw, t.normalizer); err != nil {
-			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
-		}
-	default:
-		return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer is)", ErrUnsupported, doc.Normalizer.Type)
-	}
 	var err error
+	if t.normalizer, err = newNormalizer(doc.Normalizer); err != nil {
+		return nil, err
+	}
 	if t.pre, err = newPreTokenizer(doc.PreTokenizer); err != nil {
 		return nil, err
 	}
@@ -269,8 +267,33 @@ func typeName(t *typed) string {
 	return t.Type
 }
 
+func newNormalizer(t *typed) (normalizer, error) {
+	switch typeName(t) {
+	case "none":
+		return nil, nil
+	case "BertNormalizer":
+		b := &bertNormalizer{}
+		if err := json.Unmarshal(t.raw, b); err != nil {
+			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
+		}
+		return b, nil
+	case "NFKC":
+		return nfkc{}, nil
+	}
+	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer and NFKC are)", ErrUnsupported, typeName(t))
+}
+
 func newPreTokenizer(t *typed) (preTokenizer, error) {
 	switch typeName(t) {
+	case "Metaspace":
+		m := &metaspace{Replacement: "▁", PrependScheme: "always", Split: true}
+		if err := json.Unmarshal(t.raw, m); err != nil {
+			return nil, fmt.Errorf("%w: pre_tokenizer: %w", ErrFormat, err)
+		}
+		if err := m.init(); err != nil {
+			return nil, err
+		}
+		return m, nil
 	case "BertPreTokenizer":
 		return bertPreTokenizer{}, nil
 	case "ByteLevel":
@@ -280,7 +303,7 @@ func newPreTokenizer(t *typed) (preTokenizer, error) {
 		}
 		return p, nil
 	}
-	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer and ByteLevel are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer, ByteLevel and Metaspace are)", ErrUnsupported, typeName(t))
 }
 
 func newModel(t *typed) (model, error) {
@@ -303,6 +326,15 @@ func newModel(t *typed) (model, error) {
 			return nil, err
 		}
 		return m, nil
+	case "Unigram":
+		m := &unigram{}
+		if err := json.Unmarshal(t.raw, m); err != nil {
+			return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
+		}
+		if err := m.init(); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
-	return nil, fmt.Errorf("%w: model %q (WordPiece and BPE are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: model %q (WordPiece, BPE and Unigram are)", ErrUnsupported, typeName(t))
 }

@@ -32,11 +32,11 @@ func bertJSON(t testing.TB, edit func(map[string]any)) string {
 // A component the package does not implement fails the load, naming it.
 func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 	for want, edit := range map[string]func(map[string]any){
-		`normalizer "NFKC"`:         func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFKC"} },
-		`pre_tokenizer "Metaspace"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Metaspace"} },
-		`model "Unigram"`:           func(d map[string]any) { d["model"].(map[string]any)["type"] = "Unigram" },
-		`post_processor "Sequence"`: func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Sequence"} },
-		"truncation with a stride":  func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
+		`normalizer "Precompiled"`:   func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Precompiled"} },
+		`pre_tokenizer "Whitespace"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} },
+		`model "WordLevel"`:          func(d map[string]any) { d["model"].(map[string]any)["type"] = "WordLevel" },
+		`post_processor "Sequence"`:  func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Sequence"} },
+		"truncation with a stride":   func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
 		`added token "[MASK]" with single_word`: func(d map[string]any) {
 			d["added_tokens"].([]any)[4].(map[string]any)["single_word"] = true
 		},
@@ -88,12 +88,12 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
-// FuzzEncode: any text encodes without a panic (WordPiece and
-// byte-level BPE), the same twice, with ids in the vocabulary and offsets
+// FuzzEncode: any text encodes without a panic (WordPiece, byte-level
+// BPE and Unigram), the same twice, with ids in the vocabulary and offsets
 // within the text.
 func FuzzEncode(f *testing.F) {
 	var toks []*Tokenizer
-	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space"} {
+	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space", "unigram-nfkc"} {
 		tok, err := LoadFile("testdata/" + name + ".json")
 		if err != nil {
 			f.Fatal(err)
@@ -132,7 +132,7 @@ func checkEncoding(t *testing.T, tok *Tokenizer, a, b string) {
 // byte-level BPE — encodes (in n log n merges: the quadratic loop this
 // replaced did not finish), to the tokens the same text gives in parts.
 func TestLongWord(t *testing.T) {
-	for _, name := range []string{"bpe-roberta", "bert-uncased"} {
+	for _, name := range []string{"bpe-roberta", "bert-uncased", "unigram-nfkc"} {
 		tok, err := LoadFile("testdata/" + name + ".json")
 		if err != nil {
 			t.Fatal(err)

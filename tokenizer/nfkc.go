@@ -1,0 +1,147 @@
+package tokenizer
+
+import (
+	"slices"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// nfkc is the NFKC normalizer, with alignments as the Rust tokenizers
+// give them (the unicode-normalization-alignments crate, whose
+// composition this follows step by step): each output character carries
+// a change — 0 replaces one input character, +1 is added after one, -k
+// replaces one and k more — and takes the alignment of the input
+// character at its place.
+type nfkc struct{}
+
+// change is an output character and its change.
+type change struct {
+	r     rune
+	delta int
+}
+
+func ccc(r rune) uint8 { return norm.NFC.PropertiesString(string(r)).CCC() }
+
+// compose returns the primary composite of a and b, if there is one.
+func compose(a, b rune) (rune, bool) {
+	c := []rune(norm.NFC.String(string([]rune{a, b})))
+	if len(c) == 1 {
+		return c[0], true
+	}
+	return 0, false
+}
+
+func (nfkc) normalize(n *normalized) {
+	// Compatibility decomposition, each run of combining marks sorted by
+	// class (stably), changes carried along.
+	type item struct {
+		ccc uint8
+		change
+	}
+	var items []item
+	for _, r := range n.runes {
+		for k, d := range norm.NFKD.String(string(r)) {
+			delta := 0
+			if k > 0 {
+				delta = 1
+			}
+			items = append(items, item{ccc(d), change{d, delta}})
+		}
+	}
+	for i := 0; i < len(items); {
+		if items[i].ccc == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(items) && items[j].ccc != 0 {
+			j++
+		}
+		slices.SortStableFunc(items[i:j], func(a, b item) int { return int(a.ccc) - int(b.ccc) })
+		i = j
+	}
+	// Canonical composition.
+	var out, buffer []change
+	var composee *change
+	var lastCCC *uint8
+	for _, it := range items {
+		ch, cls := it.change, it.ccc
+		if composee == nil {
+			if cls != 0 {
+				out = append(out, ch)
+				continue
+			}
+			c := ch
+			composee = &c
+			continue
+		}
+		k := *composee
+		if lastCCC == nil {
+			if r, ok := compose(k.r, ch.r); ok {
+				composee = &change{r, k.delta + ch.delta - 1}
+				continue
+			}
+			if cls == 0 {
+				out = append(out, k)
+				c := ch
+				composee = &c
+				continue
+			}
+			buffer = append(buffer, ch)
+			c := cls
+			lastCCC = &c
+			continue
+		}
+		if *lastCCC >= cls {
+			if cls == 0 {
+				out = append(out, k)
+				out = append(out, buffer...)
+				buffer = buffer[:0]
+				c := ch
+				composee = &c
+				lastCCC = nil
+				continue
+			}
+			buffer = append(buffer, ch)
+			c := cls
+			lastCCC = &c
+			continue
+		}
+		if r, ok := compose(k.r, ch.r); ok {
+			composee = &change{r, k.delta + ch.delta - 1}
+			continue
+		}
+		buffer = append(buffer, ch)
+		c := cls
+		lastCCC = &c
+	}
+	if composee != nil {
+		out = append(out, *composee)
+	}
+	out = append(out, buffer...)
+	n.apply(out)
+}
+
+// apply replaces the text by characters with changes, as Hugging Face's
+// NormalizedString.transform aligns them.
+func (n *normalized) apply(chars []change) {
+	runes := make([]rune, 0, len(chars))
+	align := make([][2]int, 0, len(chars))
+	next := 0 // the input character a replacing character takes the place of
+	for _, c := range chars {
+		var a [2]int
+		if c.delta > 0 {
+			if next > 0 {
+				a = n.align[next-1]
+			}
+		} else {
+			if next < len(n.align) {
+				a = n.align[next]
+			}
+			next += 1 - c.delta
+		}
+		runes = append(runes, c.r)
+		align = append(align, a)
+	}
+	n.runes, n.align = runes, align
+}
