@@ -209,9 +209,13 @@ function unigram(name, normalizer, prependScheme) {
   fs.writeFileSync(file, JSON.stringify(json));
   return [name, tk.Tokenizer.fromFile(file)];
 }
+// SentencePiece's nmt_nfkc charsmap (scripts/spm-charsmap.py): the
+// Precompiled normalizer of XLM-R and most SentencePiece models.
+const charsmap = Array.from(fs.readFileSync(path.join(out, 'nmt_nfkc.charsmap')));
 const unigramTokenizers = [
   unigram('unigram-nfkc', tk.nfkcNormalizer(), 'always'),
   unigram('unigram-first', null, 'first'),
+  unigram('unigram-precompiled', tk.precompiled(charsmap), 'always'),
 ];
 
 (async () => {

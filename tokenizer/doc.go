@@ -13,21 +13,24 @@
 // (GPT-2's pattern, add_prefix_space, use_regex), the BPE model with its
 // merges in both formats ([a, b] pairs and "a b" strings), RobertaProcessing
 // and the ByteLevel post-processor (trim_offsets). Unigram (XLM-R,
-// multilingual E5, T5): the NFKC normalizer, the Metaspace pre-tokenizer
+// multilingual E5, T5): the Precompiled normalizer (SentencePiece's
+// charsmap, applied by grapheme cluster as the Rust package applies it)
+// and NFKC, the Metaspace pre-tokenizer
 // (prepend_scheme always, first, never) and the Unigram model's Viterbi
 // path, its scores read as the Rust package reads them. All: added tokens
 // (special tokens such as [MASK] matched in the raw text) and truncation.
-// A component it does not implement (the Precompiled normalizer —
-// SentencePiece's charsmap — among them) is a load error naming it
-// ([ErrUnsupported]): never a tokenization that differs.
+// A component it does not implement (Sequence and Replace normalizers,
+// which XLM-R pairs with Precompiled, among them) is a load error naming
+// it ([ErrUnsupported]): never a tokenization that differs.
 //
 // # Exactness
 //
 // The golden corpus in testdata was made by the Rust tokenizers (the npm
 // package tokenizers 0.23.2, scripts/tokenizer-golden.js): 4,935 strings
 // — edge cases, prose, seeded random strings, 11 scripts, pairs — each
-// encoded by three WordPiece, three byte-level BPE and two Unigram
-// tokenizers the package's own trainers made. Every id, type id and
+// encoded by three WordPiece, three byte-level BPE and three Unigram
+// tokenizers the package's own trainers made (one with SentencePiece's
+// nmt_nfkc charsmap, scripts/spm-charsmap.py). Every id, type id and
 // offset is compared.
 //
 // Characters are classified as the Rust tokenizers classify them: white

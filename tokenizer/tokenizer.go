@@ -279,8 +279,17 @@ func newNormalizer(t *typed) (normalizer, error) {
 		return b, nil
 	case "NFKC":
 		return nfkc{}, nil
+	case "Precompiled":
+		p := &precompiled{}
+		if err := json.Unmarshal(t.raw, p); err != nil {
+			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
+		}
+		if err := p.init(); err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
-	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer and NFKC are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer, NFKC and Precompiled are)", ErrUnsupported, typeName(t))
 }
 
 func newPreTokenizer(t *typed) (preTokenizer, error) {

@@ -32,7 +32,7 @@ func bertJSON(t testing.TB, edit func(map[string]any)) string {
 // A component the package does not implement fails the load, naming it.
 func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 	for want, edit := range map[string]func(map[string]any){
-		`normalizer "Precompiled"`:   func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Precompiled"} },
+		`normalizer "NFD"`:           func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFD"} },
 		`pre_tokenizer "Whitespace"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} },
 		`model "WordLevel"`:          func(d map[string]any) { d["model"].(map[string]any)["type"] = "WordLevel" },
 		`post_processor "Sequence"`:  func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Sequence"} },
@@ -93,7 +93,7 @@ func TestInvalidUTF8(t *testing.T) {
 // within the text.
 func FuzzEncode(f *testing.F) {
 	var toks []*Tokenizer
-	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space", "unigram-nfkc"} {
+	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space", "unigram-nfkc", "unigram-precompiled"} {
 		tok, err := LoadFile("testdata/" + name + ".json")
 		if err != nil {
 			f.Fatal(err)
