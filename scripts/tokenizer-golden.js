@@ -187,7 +187,7 @@ function encoderTokenizer() {
 const unigramTrain = path.join(os.tmpdir(), 'tokenizer-train-unigram.txt');
 fs.writeFileSync(unigramTrain, lines.slice(0, lines.length - scripts.length * 400)
   .concat(scripts.flatMap(([, ranges]) => Array.from({ length: 20 }, () => sentence(ranges)))).join('\n'));
-function unigram(name, normalizer, prependScheme) {
+function unigram(name, normalizer, prependScheme, editNormalizer) {
   const t = new tk.Tokenizer(tk.Unigram.empty());
   if (normalizer) t.setNormalizer(normalizer);
   t.setPreTokenizer(tk.metaspacePreTokenizer('▁', prependScheme, true));
@@ -198,6 +198,7 @@ function unigram(name, normalizer, prependScheme) {
   const specials = ['<s>', '<pad>', '</s>', '<unk>'];
   json.model.vocab = specials.map((s) => [s, 0]).concat(json.model.vocab.filter(([p]) => !specials.includes(p)));
   json.model.unk_id = 3;
+  if (editNormalizer) json.normalizer = editNormalizer(json.normalizer);
   json.added_tokens = specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
   json.post_processor = {
     type: 'TemplateProcessing',
@@ -216,6 +217,9 @@ const unigramTokenizers = [
   unigram('unigram-nfkc', tk.nfkcNormalizer(), 'always'),
   unigram('unigram-first', null, 'first'),
   unigram('unigram-precompiled', tk.precompiled(charsmap), 'always'),
+  // XLM-R's normalizer: Precompiled, then runs of spaces made one.
+  unigram('unigram-xlmr', tk.precompiled(charsmap), 'always',
+    (precompiled) => ({ type: 'Sequence', normalizers: [precompiled, { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] })),
 ];
 
 (async () => {

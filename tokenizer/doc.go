@@ -19,18 +19,19 @@
 // (prepend_scheme always, first, never) and the Unigram model's Viterbi
 // path, its scores read as the Rust package reads them. All: added tokens
 // (special tokens such as [MASK] matched in the raw text) and truncation.
-// A component it does not implement (Sequence and Replace normalizers,
-// which XLM-R pairs with Precompiled, among them) is a load error naming
-// it ([ErrUnsupported]): never a tokenization that differs.
+// Normalizers also come in a Sequence, and Replace (a string or a regular
+// expression RE2 can read). A component it does not implement is a load
+// error naming it ([ErrUnsupported]): never a tokenization that differs.
 //
 // # Exactness
 //
 // The golden corpus in testdata was made by the Rust tokenizers (the npm
 // package tokenizers 0.23.2, scripts/tokenizer-golden.js): 4,935 strings
 // — edge cases, prose, seeded random strings, 11 scripts, pairs — each
-// encoded by three WordPiece, three byte-level BPE and three Unigram
-// tokenizers the package's own trainers made (one with SentencePiece's
-// nmt_nfkc charsmap, scripts/spm-charsmap.py). Every id, type id and
+// encoded by three WordPiece, three byte-level BPE and four Unigram
+// tokenizers the package's own trainers made (two with SentencePiece's
+// nmt_nfkc charsmap, scripts/spm-charsmap.py, one of them with XLM-R's
+// Sequence of Precompiled and Replace). Every id, type id and
 // offset is compared.
 //
 // Characters are classified as the Rust tokenizers classify them: white

@@ -63,7 +63,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range []struct{ family, name string }{
 		{"bert", "bert-uncased"}, {"bert", "bert-cased"}, {"bert", "bert-cased-strip"},
 		{"bpe", "bpe-roberta"}, {"bpe", "bpe-prefix-space"}, {"bpe", "bpe-legacy-merges"},
-		{"unigram", "unigram-nfkc"}, {"unigram", "unigram-first"}, {"unigram", "unigram-precompiled"},
+		{"unigram", "unigram-nfkc"}, {"unigram", "unigram-first"}, {"unigram", "unigram-precompiled"}, {"unigram", "unigram-xlmr"},
 	} {
 		name := c.name
 		t.Run(name, func(t *testing.T) {

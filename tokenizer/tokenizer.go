@@ -279,6 +279,17 @@ func newNormalizer(t *typed) (normalizer, error) {
 		return b, nil
 	case "NFKC":
 		return nfkc{}, nil
+	case "Sequence":
+		return newSequence(t.raw)
+	case "Replace":
+		r := &replaceNormalizer{}
+		if err := json.Unmarshal(t.raw, r); err != nil {
+			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
+		}
+		if err := r.init(); err != nil {
+			return nil, err
+		}
+		return r, nil
 	case "Precompiled":
 		p := &precompiled{}
 		if err := json.Unmarshal(t.raw, p); err != nil {
@@ -289,15 +300,22 @@ func newNormalizer(t *typed) (normalizer, error) {
 		}
 		return p, nil
 	}
-	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer, NFKC and Precompiled are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer, NFKC, Precompiled, Replace and Sequence are)", ErrUnsupported, typeName(t))
 }
 
 func newPreTokenizer(t *typed) (preTokenizer, error) {
 	switch typeName(t) {
 	case "Metaspace":
-		m := &metaspace{Replacement: "▁", PrependScheme: "always", Split: true}
+		m := &metaspace{Replacement: "▁", Split: true}
 		if err := json.Unmarshal(t.raw, m); err != nil {
 			return nil, fmt.Errorf("%w: pre_tokenizer: %w", ErrFormat, err)
+		}
+		if m.PrependScheme == "" {
+			// Older files say add_prefix_space instead.
+			m.PrependScheme = "always"
+			if m.AddPrefixSpace != nil && !*m.AddPrefixSpace {
+				m.PrependScheme = "never"
+			}
 		}
 		if err := m.init(); err != nil {
 			return nil, err

@@ -93,7 +93,7 @@ func TestInvalidUTF8(t *testing.T) {
 // within the text.
 func FuzzEncode(f *testing.F) {
 	var toks []*Tokenizer
-	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space", "unigram-nfkc", "unigram-precompiled"} {
+	for _, name := range []string{"bert-cased-strip", "bpe-prefix-space", "unigram-nfkc", "unigram-xlmr"} {
 		tok, err := LoadFile("testdata/" + name + ".json")
 		if err != nil {
 			f.Fatal(err)

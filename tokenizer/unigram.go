@@ -137,10 +137,11 @@ func (u *unigram) tokenize(word *normalized, out []token) []token {
 // replacement (▁), one is put first as prepend_scheme says, and the text
 // splits before each.
 type metaspace struct {
-	Replacement   string `json:"replacement"`
-	PrependScheme string `json:"prepend_scheme"`
-	Split         bool   `json:"split"`
-	rep           rune
+	Replacement    string `json:"replacement"`
+	PrependScheme  string `json:"prepend_scheme"`
+	AddPrefixSpace *bool  `json:"add_prefix_space"`
+	Split          bool   `json:"split"`
+	rep            rune
 }
 
 func (m *metaspace) init() error {
