@@ -19,6 +19,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"
+	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 const seqEncoder = "seq/testdata/encoder/model.onnx"
@@ -48,7 +49,7 @@ func seqONNXGoals(c *config) []goal {
 		return run(seqWindow, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)}))
 	}
 	planner := seq.WithPlanner(seq.Planner{MaxLength: seqMaxLen})
-	return []goal{
+	gs := []goal{
 		{"sequences (ONNX): CPU a row, input order ×32 padded to its longest ÷ drainpipe (buckets, window 4096)", atLeast(3), func(r int) float64 {
 			base, dp := pair(r, func() float64 { return run(all, planner, seq.WithPlan(inputOrder(32))) }, ours)
 			return base / dp
@@ -67,6 +68,56 @@ func seqONNXGoals(c *config) []goal {
 			return ideal / dp
 		}},
 	}
+	return append(gs, tokenizationShare(c)...)
+}
+
+// tokenizationShare is the CPU share of tokenization in a text job on a
+// MiniLM-sized encoder (6 layers, hidden 384, 12 heads; random weights,
+// exported by PyTorch here, as the test encoder is): the golden corpus's
+// texts tokenized (WordPiece) ÷ tokenized and run, one thread. Skipped
+// without PyTorch (Debian's python3-torch).
+func tokenizationShare(c *config) []goal {
+	if exec.Command("/usr/bin/python3", "-c", "import torch, onnx").Run() != nil {
+		fmt.Println("the tokenization-share goal is skipped: no PyTorch (python3-torch, python3-onnx) to export its encoder")
+		return nil
+	}
+	dir := filepath.Join(c.dir, "minilm")
+	if out, err := exec.Command("/usr/bin/python3", "scripts/make-seq-encoder.py", "--out", dir, "--vocab", "30005",
+		"--hidden", "384", "--heads", "12", "--layers", "6", "--ffn", "1536").CombinedOutput(); err != nil {
+		log.Fatalf("make-seq-encoder: %v\n%s", err, out)
+	}
+	eng, err := onnx.OpenSequence(filepath.Join(dir, "model.onnx"), onnx.WithIntraOpThreads(1))
+	check(err)
+	tok, err := tokenizer.LoadFile("tokenizer/testdata/bert-uncased.json")
+	check(err)
+	texts := goldenTexts("tokenizer/testdata/golden-bert.jsonl.gz")
+	return []goal{{"tokenizers: tokenization ÷ a text job's CPU, MiniLM-sized encoder (6 × 384), WordPiece, one thread", target{0.10, true}, func(int) float64 {
+		before := cpuSeconds()
+		ids := make([][]int64, len(texts))
+		for i, t := range texts {
+			ids[i] = tok.Encode(t).IDs
+		}
+		tokenize := cpuSeconds() - before
+		m, err := seq.New(eng, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)}))
+		check(err)
+		model := seqCPU(c, m, idsDataset(c, ids), seqWindow)
+		return tokenize / (tokenize + model)
+	}}}
+}
+
+// idsDataset makes rows of the given token ids, held for the rest of the
+// run.
+func idsDataset(c *config, rows [][]int64) *dataset.Dataset {
+	schema := arrow.NewSchema([]arrow.Field{{Name: seq.InputIDs, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
+	b := array.NewRecordBuilder(c.mem, schema)
+	defer b.Release()
+	list := b.Field(0).(*array.ListBuilder)
+	vals := list.ValueBuilder().(*array.Int64Builder)
+	for _, r := range rows {
+		list.Append(true)
+		vals.AppendValues(r[:min(len(r), seqMaxLen)], nil)
+	}
+	return dataset.FromRecords(schema, b.NewRecordBatch())
 }
 
 // seqRSS returns the peak resident memory of a `drainpipe predict` job

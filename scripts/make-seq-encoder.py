@@ -14,6 +14,7 @@ Files written:
   rows.json         the test rows' token ids (lengths from seq/testdata/lengths.txt)
   torch.json        PyTorch's outputs, each row alone
 """
+import argparse
 import json
 import math
 import os
@@ -21,8 +22,20 @@ import os
 import torch
 from torch import nn
 
-OUT = "seq/testdata/encoder"
-VOCAB, HIDDEN, HEADS, LAYERS, FFN, MAXPOS, LABELS = 1000, 32, 4, 2, 64, 512, 3
+# The test encoder; with --out and sizes, another (the bench's MiniLM-sized
+# one: --out DIR --vocab 30005 --hidden 384 --heads 12 --layers 6 --ffn 1536),
+# its model.onnx alone.
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", default="seq/testdata/encoder")
+ap.add_argument("--vocab", type=int, default=1000)
+ap.add_argument("--hidden", type=int, default=32)
+ap.add_argument("--heads", type=int, default=4)
+ap.add_argument("--layers", type=int, default=2)
+ap.add_argument("--ffn", type=int, default=64)
+args = ap.parse_args()
+OUT = args.out
+VOCAB, HIDDEN, HEADS, LAYERS, FFN, MAXPOS, LABELS = args.vocab, args.hidden, args.heads, args.layers, args.ffn, 512, 3
+REFERENCES = OUT == ap.get_default("out")
 torch.manual_seed(36)
 
 
@@ -83,6 +96,8 @@ def main():
         dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ["input_ids", "attention_mask", "token_type_ids", "last_hidden_state"]}
         | {"sentence_embedding": {0: "batch"}, "logits": {0: "batch"}},
         opset_version=14, do_constant_folding=True)
+    if not REFERENCES:
+        return
     with open(f"{OUT}/config.json", "w") as f:
         json.dump({"model_type": "bert", "hidden_size": HIDDEN, "vocab_size": VOCAB, "pad_token_id": 0, "max_position_embeddings": MAXPOS,
                    "id2label": {"0": "negative", "1": "neutral", "2": "positive"}}, f, indent=2)

@@ -95,7 +95,31 @@ const tokenizers = [
   bert('bert-uncased', tk.bertNormalizer({ lowercase: true })),
   bert('bert-cased', tk.bertNormalizer({ lowercase: false, stripAccents: false })),
   bert('bert-cased-strip', tk.bertNormalizer({ lowercase: false, stripAccents: true })),
+  handWrittenBert(),
 ];
+
+// A BERT tokenizer.json written by hand, as older exports are: the
+// uncased vocabulary, BertProcessing instead of a template, a normalizer
+// that lowercases, keeps accents and leaves Chinese characters unspaced,
+// and truncation at 64 tokens.
+function handWrittenBert() {
+  const uncased = JSON.parse(fs.readFileSync(path.join(out, 'bert-uncased.json'), 'utf8'));
+  const id = (tok) => uncased.model.vocab[tok];
+  const json = {
+    version: '1.0',
+    truncation: { direction: 'Right', max_length: 64, strategy: 'LongestFirst', stride: 0 },
+    padding: null,
+    added_tokens: uncased.added_tokens,
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: false, strip_accents: false, lowercase: true },
+    pre_tokenizer: { type: 'BertPreTokenizer' },
+    post_processor: { type: 'BertProcessing', sep: ['[SEP]', id('[SEP]')], cls: ['[CLS]', id('[CLS]')] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: uncased.model.vocab },
+  };
+  const file = path.join(out, 'bert-handwritten.json');
+  fs.writeFileSync(file, JSON.stringify(json));
+  return ['bert-handwritten', tk.Tokenizer.fromFile(file)];
+}
 
 // Byte-level BPE (RoBERTa, GTE, ModernBERT): trained on the same text,
 // every byte's character in the vocabulary (as byte-level vocabularies

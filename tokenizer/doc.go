@@ -28,8 +28,9 @@
 // The golden corpus in testdata was made by the Rust tokenizers (the npm
 // package tokenizers 0.23.2, scripts/tokenizer-golden.js): 4,935 strings
 // — edge cases, prose, seeded random strings, 11 scripts, pairs — each
-// encoded by three WordPiece, three byte-level BPE and four Unigram
-// tokenizers the package's own trainers made (two with SentencePiece's
+// encoded by four WordPiece (one written by hand, with BertProcessing
+// and truncation), three byte-level BPE and four Unigram tokenizers, all
+// but one made by the package's own trainers (two with SentencePiece's
 // nmt_nfkc charsmap, scripts/spm-charsmap.py, one of them with XLM-R's
 // Sequence of Precompiled and Replace). Every id, type id and
 // offset is compared.

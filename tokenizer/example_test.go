@@ -25,7 +25,7 @@ func Example() {
 	// it         id 10184 type 0 chars [13 15]
 	// ?          id    26 type 0 chars [15 16]
 	// [SEP]      id 30003 type 0 chars [0 0]
-	// everyone   id 11141 type 1 chars [0 8]
+	// everyone   id 11140 type 1 chars [0 8]
 	// is         id 10169 type 1 chars [9 11]
 	// permitted  id 10784 type 1 chars [12 21]
 	// to         id 10139 type 1 chars [22 24]

@@ -61,7 +61,7 @@ func golden(t testing.TB, family, name string) (texts, pairs []*string, want []g
 // compares ids, type ids and offsets with the Rust tokenizers'.
 func TestGolden(t *testing.T) {
 	for _, c := range []struct{ family, name string }{
-		{"bert", "bert-uncased"}, {"bert", "bert-cased"}, {"bert", "bert-cased-strip"},
+		{"bert", "bert-uncased"}, {"bert", "bert-cased"}, {"bert", "bert-cased-strip"}, {"bert", "bert-handwritten"},
 		{"bpe", "bpe-roberta"}, {"bpe", "bpe-prefix-space"}, {"bpe", "bpe-legacy-merges"},
 		{"unigram", "unigram-nfkc"}, {"unigram", "unigram-first"}, {"unigram", "unigram-precompiled"}, {"unigram", "unigram-xlmr"},
 	} {
