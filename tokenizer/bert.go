@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"slices"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
@@ -138,49 +137,14 @@ func (bertPreTokenizer) split(n *normalized) []*normalized {
 }
 
 // nfd decomposes the text canonically as the Rust tokenizers do (the
-// unicode-normalization-alignments crate): each character's
-// decomposition, then each run of combining marks sorted by combining
-// class, stably. Alignments are then given by position, as Hugging
-// Face's NormalizedString.transform gives them: a character that begins a
-// decomposition takes the alignment of the next input character, one that
-// continues it the alignment of the input character before — so a mark
-// moved by the sort takes the alignment of the place it moved to.
+// unicode-normalization-alignments crate), aligned as Hugging Face's
+// NormalizedString.transform aligns by position — so a mark moved by the
+// sort of combining classes takes the alignment of the place it moved to.
 func (n *normalized) nfd() {
-	type item struct {
-		ccc   uint8
-		r     rune
-		added bool // continues a decomposition
-	}
-	items := make([]item, 0, len(n.runes))
-	for _, r := range n.runes {
-		for i, d := range norm.NFD.String(string(r)) {
-			items = append(items, item{ccc: norm.NFD.PropertiesString(string(d)).CCC(), r: d, added: i > 0})
-		}
-	}
-	for i := 0; i < len(items); {
-		if items[i].ccc == 0 {
-			i++
-			continue
-		}
-		j := i
-		for j < len(items) && items[j].ccc != 0 {
-			j++
-		}
-		slices.SortStableFunc(items[i:j], func(a, b item) int { return int(a.ccc) - int(b.ccc) })
-		i = j
-	}
-	runes := make([]rune, len(items))
-	align := make([][2]int, len(items))
-	next := 0 // the input character a beginning takes the alignment of
+	items := decompose(n.runes, norm.NFD)
+	chars := make([]change, len(items))
 	for k, it := range items {
-		runes[k] = it.r
-		switch {
-		case !it.added:
-			align[k] = n.align[next]
-			next++
-		case next > 0:
-			align[k] = n.align[next-1]
-		}
+		chars[k] = it.change
 	}
-	n.runes, n.align = runes, align
+	n.apply(chars)
 }

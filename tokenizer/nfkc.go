@@ -20,27 +20,20 @@ type change struct {
 	delta int
 }
 
-func ccc(r rune) uint8 { return norm.NFC.PropertiesString(string(r)).CCC() }
-
-// compose returns the primary composite of a and b, if there is one.
-func compose(a, b rune) (rune, bool) {
-	c := []rune(norm.NFC.String(string([]rune{a, b})))
-	if len(c) == 1 {
-		return c[0], true
-	}
-	return 0, false
+// item is a decomposed character, with its combining class.
+type item struct {
+	ccc uint8
+	change
 }
 
-func (nfkc) normalize(n *normalized) {
-	// Compatibility decomposition, each run of combining marks sorted by
-	// class (stably), changes carried along.
-	type item struct {
-		ccc uint8
-		change
-	}
-	var items []item
-	for _, r := range n.runes {
-		for k, d := range norm.NFKD.String(string(r)) {
+// decompose is the crate's decomposition (canonical or compatibility):
+// each character's decomposition — its first character replacing it, the
+// others added — then each run of combining marks sorted by combining
+// class, stably, their changes carried along.
+func decompose(runes []rune, form norm.Form) []item {
+	items := make([]item, 0, len(runes))
+	for _, r := range runes {
+		for k, d := range form.String(string(r)) {
 			delta := 0
 			if k > 0 {
 				delta = 1
@@ -60,6 +53,22 @@ func (nfkc) normalize(n *normalized) {
 		slices.SortStableFunc(items[i:j], func(a, b item) int { return int(a.ccc) - int(b.ccc) })
 		i = j
 	}
+	return items
+}
+
+func ccc(r rune) uint8 { return norm.NFC.PropertiesString(string(r)).CCC() }
+
+// compose returns the primary composite of a and b, if there is one.
+func compose(a, b rune) (rune, bool) {
+	c := []rune(norm.NFC.String(string([]rune{a, b})))
+	if len(c) == 1 {
+		return c[0], true
+	}
+	return 0, false
+}
+
+func (nfkc) normalize(n *normalized) {
+	items := decompose(n.runes, norm.NFKD)
 	// Canonical composition.
 	var out, buffer []change
 	var composee *change
