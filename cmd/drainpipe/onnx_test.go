@@ -15,13 +15,14 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
 const buildTags = "onnx"
 
 func TestONNXModel(t *testing.T) {
 	if onnx.DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+onnx.LibraryEnv)
 	}
 	dir := fixture(t, 1000, 64, 4)
 	model, _ := filepath.Abs(filepath.Join("..", "..", "device", "onnx", "testdata", "mlp.onnx"))
@@ -44,7 +45,7 @@ func TestONNXModel(t *testing.T) {
 // request gets the model's outputs.
 func TestServeONNXModel(t *testing.T) {
 	if onnx.DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+onnx.LibraryEnv)
 	}
 	model, _ := filepath.Abs(filepath.Join("..", "..", "device", "onnx", "testdata", "mlp.onnx"))
 	s := startServe(t, "--model", model)
@@ -79,7 +80,7 @@ func TestServeONNXModel(t *testing.T) {
 // same model on disk does.
 func TestONNXModelFromS3(t *testing.T) {
 	if onnx.DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+onnx.LibraryEnv)
 	}
 	dir := fixture(t, 1000, 64, 4)
 	model, _ := filepath.Abs(filepath.Join("..", "..", "device", "onnx", "testdata", "mlp.onnx"))

@@ -22,6 +22,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
 // encoderDir is the Hugging Face-style folder of the encoder PyTorch
@@ -80,7 +81,7 @@ func torchClasses(t *testing.T) string {
 func needONNX(t *testing.T) {
 	t.Helper()
 	if onnx.DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+onnx.LibraryEnv)
 	}
 }
 

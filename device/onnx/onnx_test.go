@@ -21,6 +21,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func needLibrary(t testing.TB) {
 	t.Helper()
 	if DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+LibraryEnv)
 	}
 }
 

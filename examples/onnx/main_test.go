@@ -10,11 +10,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
 func TestRun(t *testing.T) {
 	if onnx.DefaultLibrary() == "" {
-		t.Skip("ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set " + onnx.LibraryEnv)
+		testbin.Missing(t, "%s", "ONNX Runtime library not found: run scripts/fetch-onnxruntime.sh or set "+onnx.LibraryEnv)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

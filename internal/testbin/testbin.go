@@ -143,3 +143,15 @@ func NPM(name, spec string) (string, error) {
 		return nil
 	})
 }
+
+// Missing is a test's answer to a tool it needs that is not there (node,
+// the ONNX Runtime library, a git checkout): a skip, with why, on a
+// developer's machine; a failure under CI (CI set), which installs every
+// tool the tests need, so a check is never skipped silently there.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is missing what this test needs: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
