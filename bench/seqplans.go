@@ -123,10 +123,10 @@ func seqWasteGoals() []goal {
 		return float64(peak) / seq.DefaultMaxTokens
 	}
 	return []goal{
-		{"sequences: the largest sub-batch ÷ --max-batch-tokens, default buckets", target{1, true}, budget},
+		{"sequences: the largest sub-batch ÷ --max-batch-tokens, default buckets", atMost(1), budget},
 		{fmt.Sprintf("sequences: padding waste, default buckets, window %d (input order ×32: %.3f)", seqWindow, slotWaste(lengths, len(lengths), inputOrder(32))),
-			target{0.15, true}, fixed(slotWaste(lengths, seqWindow, buckets.Plan))},
+			atMost(0.15), fixed(slotWaste(lengths, seqWindow, buckets.Plan))},
 		{fmt.Sprintf("sequences: padding waste, --seq-buckets none, window %d (FIFO token budget: %.3f)", seqWindow, slotWaste(lengths, len(lengths), fifoBudget(seq.DefaultMaxTokens))),
-			target{0.05, true}, fixed(slotWaste(lengths, seqWindow, none.Plan))},
+			atMost(0.05), fixed(slotWaste(lengths, seqWindow, none.Plan))},
 	}
 }

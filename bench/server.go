@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,13 @@ type servers struct {
 	stopBare           func()
 	duration           time.Duration
 
+	// The bare servers that run the model on each request as it comes,
+	// and their model sessions.
+	modelURL, modelAddr string
+	modelGRPC           pb.GRPCInferenceServiceClient
+	stopModel           func()
+	sessions            chan *requestSession
+
 	// For the model's share of the server's CPU: the model, its
 	// session config, and its CPU a batch, by batch size, as measured.
 	model    device.Model
@@ -64,10 +72,69 @@ func startServers(m device.Model, batch int, d time.Duration) *servers {
 	padded, err := pad.Schema(schema)
 	check(err)
 	s.config = device.SessionConfig{BatchSize: batch, BatchSizes: sizes, Replicas: 1, Sessions: runtime.GOMAXPROCS(0), Schema: padded, Allocator: memory.DefaultAllocator}
-	s.bareURL, s.bareAddr, s.stopBare, err = servebench.StartBare()
+	s.bareURL, s.bareAddr, s.stopBare, err = servebench.StartBare(nil)
 	check(err)
-	s.grpc, s.bareGRPC = s.client(grpcAddr), s.client(s.bareAddr)
+	s.sessions = make(chan *requestSession, runtime.GOMAXPROCS(0))
+	for range cap(s.sessions) {
+		s.sessions <- s.newRequestSession()
+	}
+	s.modelURL, s.modelAddr, s.stopModel, err = servebench.StartBare(s.runRequest)
+	check(err)
+	s.grpc, s.bareGRPC, s.modelGRPC = s.client(grpcAddr), s.client(s.bareAddr), s.client(s.modelAddr)
 	return s
+}
+
+// requestSession is a model session of the bare model server, with the
+// padder that makes its batches: one a core, as a Go user would keep them.
+type requestSession struct {
+	sess   device.Session
+	padder *pad.Padder
+	schema *arrow.Schema
+}
+
+func (s *servers) newRequestSession() *requestSession {
+	sess, err := s.model.Start(context.Background(), s.config)
+	check(err)
+	schema := arrow.NewSchema([]arrow.Field{s.config.Schema.Field(0)}, nil)
+	padder, err := pad.New(memory.DefaultAllocator, schema, s.config.BatchSize)
+	check(err)
+	return &requestSession{sess: sess, padder: padder, schema: schema}
+}
+
+// runRequest runs the model on one request's rows, on a free session,
+// in a batch of exactly those rows (the sizes allowed are 1, 2, 4 …).
+func (s *servers) runRequest(ctx context.Context, rows int, features []float32) ([]int64, []float32, error) {
+	rs := <-s.sessions
+	defer func() { s.sessions <- rs }()
+	col := tensor.NewFixedSizeList(memory.NewBufferBytes(arrow.Float32Traits.CastToBytes(features)), rows, width)
+	defer col.Release()
+	rec := array.NewRecordBatch(rs.schema, []arrow.Array{col}, int64(rows))
+	defer rec.Release()
+	batch, _, err := rs.padder.PadTo(rec, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer batch.Release()
+	out, err := rs.sess.Predict(ctx, device.Batch{Record: batch})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Release()
+	var class []int64
+	var probs []float32
+	for i, f := range out.Schema().Fields() {
+		switch f.Name {
+		case "class":
+			class = slices.Clone(out.Column(i).(*array.Int64).Int64Values()[:rows])
+		case "probabilities":
+			l := out.Column(i).(*array.FixedSizeList)
+			probs = slices.Clone(l.ListValues().(*array.Float32).Float32Values()[l.Offset()*servebench.Classes:][:rows*servebench.Classes])
+		}
+	}
+	if class == nil || probs == nil {
+		return nil, nil, fmt.Errorf("the model's outputs %v lack class or probabilities", out.Schema())
+	}
+	return class, probs, nil
 }
 
 func (s *servers) client(addr string) pb.GRPCInferenceServiceClient {
@@ -77,22 +144,44 @@ func (s *servers) client(addr string) pb.GRPCInferenceServiceClient {
 	return pb.NewGRPCInferenceServiceClient(conn)
 }
 
-// ratio runs 64 closed-loop callers against drainpipe's server and the
-// bare one, in the round's order, and returns the ratio of their request
-// rates.
-func (s *servers) ratio(r int, proto string, rows int) float64 {
+// bareRatio runs 64 closed-loop callers against the fixed-answer bare
+// server and the one running the model, in the round's order, and
+// returns the ratio of their request rates.
+func (s *servers) bareRatio(r int, proto string, rows int) float64 {
 	data := servebench.Features(rows)
-	ours, bare := servebench.GRPC(s.grpc, data, rows), servebench.GRPC(s.bareGRPC, data, rows)
+	fixed, model := servebench.GRPC(s.bareGRPC, data, rows), servebench.GRPC(s.modelGRPC, data, rows)
 	if proto == "REST" {
-		ours, bare = servebench.REST(s.http, s.url, data, rows), servebench.REST(s.http, s.bareURL, data, rows)
+		fixed, model = servebench.REST(s.http, s.bareURL, data, rows), servebench.REST(s.http, s.modelURL, data, rows)
 	}
-	var a, b servebench.Result
-	pair(r, func() float64 { a = servebench.ClosedLoop(ours, onlineCallers, s.duration); return 0 },
-		func() float64 { b = servebench.ClosedLoop(bare, onlineCallers, s.duration); return 0 })
-	if a.Errors > 0 || b.Errors > 0 {
-		check(fmt.Errorf("server goal %s, %d rows: %d and %d requests failed", proto, rows, a.Errors, b.Errors))
+	return s.rates(r, fixed, model)
+}
+
+// rates runs 64 closed-loop callers of a and of b, in the round's order,
+// and returns the ratio of their request rates.
+func (s *servers) rates(r int, a, b servebench.Call) float64 {
+	var ra, rb servebench.Result
+	pair(r, func() float64 { ra = servebench.ClosedLoop(a, onlineCallers, s.duration); return 0 },
+		func() float64 { rb = servebench.ClosedLoop(b, onlineCallers, s.duration); return 0 })
+	if ra.Errors > 0 || rb.Errors > 0 {
+		check(fmt.Errorf("server goal: %d and %d requests failed", ra.Errors, rb.Errors))
 	}
-	return a.Rate() / b.Rate()
+	return ra.Rate() / rb.Rate()
+}
+
+// ratio runs 64 closed-loop callers against drainpipe's server and a
+// bare one (withModel: the one that runs the model on each request), in
+// the round's order, and returns the ratio of their request rates.
+func (s *servers) ratio(r int, proto string, rows int, withModel bool) float64 {
+	data := servebench.Features(rows)
+	bareGRPC, bareURL := s.bareGRPC, s.bareURL
+	if withModel {
+		bareGRPC, bareURL = s.modelGRPC, s.modelURL
+	}
+	ours, bare := servebench.GRPC(s.grpc, data, rows), servebench.GRPC(bareGRPC, data, rows)
+	if proto == "REST" {
+		ours, bare = servebench.REST(s.http, s.url, data, rows), servebench.REST(s.http, bareURL, data, rows)
+	}
+	return s.rates(r, ours, bare)
 }
 
 // cpuAbove runs the callers in a process of their own against
@@ -219,5 +308,11 @@ func (s *servers) close() {
 	}
 	s.http.CloseIdleConnections()
 	s.stopBare()
+	s.stopModel()
+	for range cap(s.sessions) {
+		rs := <-s.sessions
+		rs.padder.Release()
+		check(rs.sess.Shutdown(context.Background()))
+	}
 	check(s.stop())
 }

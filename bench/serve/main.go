@@ -96,7 +96,7 @@ func main() {
 	// A bounded pool, as a real client keeps: an open loop that opened a
 	// connection per waiting request would run out of ports.
 	httpClient := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 4 * *callers, MaxIdleConnsPerHost: 4 * *callers}}
-	bareURL, bareAddr, stopBare, err := servebench.StartBare()
+	bareURL, bareAddr, stopBare, err := servebench.StartBare(nil)
 	check(err)
 	bareConn, err := grpc.NewClient(bareAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	check(err)
