@@ -140,7 +140,7 @@ func (r *run) prepare(ctx context.Context) (locker, error) {
 		dir, name := storage.Split(cfg.Output)
 		r.layout.dir = storage.Join(dir, name+".parts")
 	}
-	files, err := fileset.ExpandContext(ctx, cfg.Inputs)
+	files, err := fileset.ExpandContext(ctx, cfg.Inputs, fileset.WithOpener(cfg.store))
 	if err != nil {
 		return nil, err
 	}

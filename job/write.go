@@ -234,7 +234,7 @@ func (c *Config) whole(ctx context.Context, open func(a *aside, read *arrow.Sche
 	c.openStore()
 	defer c.store.Close()
 	c.ctx = ctx
-	files, err := fileset.ExpandContext(ctx, c.Inputs)
+	files, err := fileset.ExpandContext(ctx, c.Inputs, fileset.WithOpener(c.store))
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,8 @@ import (
 //     that start with _ or . (markers, temporary files); a folder holding
 //     _manifest.json but no _SUCCESS, an output still being written, is
 //     refused;
-//   - any other name, if it exists.
+//   - any other name, if it exists; an object so named is pinned (see
+//     [Opener.Pin]).
 func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if !IsURL(pattern) {
 		return o.globLocal(pattern)
@@ -35,7 +36,7 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 		if IsFolder(pattern) || strings.ContainsAny(pattern, "*?[{") {
 			return nil, fmt.Errorf("storage: %s: %w", redact(pattern), errReadOnly)
 		}
-		if _, err := o.Stat(ctx, pattern); err != nil {
+		if _, err := o.Pin(ctx, pattern); err != nil {
 			return nil, err
 		}
 		return []string{pattern}, nil
@@ -48,7 +49,9 @@ func (o *Opener) Glob(ctx context.Context, pattern string) ([]string, error) {
 	// A ? in a URL starts its query: in a key (written %3F) it is a
 	// character of the name, never a glob's.
 	if !folder && !strings.ContainsAny(ob.key, urlGlobChars) {
-		if _, err := o.Stat(ctx, pattern); err != nil {
+		// The look pins the object, as its reader's first would: the
+		// reads after it need no look of their own.
+		if _, err := o.Pin(ctx, pattern); err != nil {
 			return nil, err
 		}
 		return []string{pattern}, nil

@@ -131,3 +131,77 @@ func TestHTTPParquet(t *testing.T) {
 		t.Fatalf("%d rows over HTTP differ from the %d from disk", remote.NumRows(), local.NumRows())
 	}
 }
+
+// A footer read as file formats read it (its length in the last bytes,
+// then the footer before them) costs one request: the first read ending
+// at the object's end fetches its tail. A later read overlapping the
+// tail fetches only the bytes before it, so no byte is fetched twice.
+func TestTailFetchedOnce(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 100_000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.bin"), data[:3000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := serveFiles(t, dir, true)
+	ctx := context.Background()
+	read := func(f storage.File, want []byte, off, n int64) {
+		t.Helper()
+		got := make([]byte, n)
+		if k, err := f.ReadAt(got, off); err != nil || k != int(n) || !bytes.Equal(got, want[off:off+n]) {
+			t.Fatalf("ReadAt(%d bytes at %d): %d, %v, equal %t", n, off, k, err, bytes.Equal(got, want[off:off+n]))
+		}
+	}
+	o := storage.NewOpener()
+	defer o.Close()
+	f, err := o.Open(ctx, base+"/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(data))
+	read(f, data, size-8, 8)
+	read(f, data, size-1008, 1000)
+	if tr := o.Traffic()[base+"/big.bin"]; tr.Requests != 2 || tr.Bytes != 16<<10 {
+		t.Fatalf("a footer read: %+v, want a HEAD and one GET of the last 16 KiB", tr)
+	}
+	read(f, data, size-40_000, 39_000) // overlaps the tail
+	read(f, data, 0, size-40_000)
+	if tr := o.Traffic()[base+"/big.bin"]; tr.Requests != 4 || tr.Bytes != size {
+		t.Fatalf("the whole object read: %+v, want 4 requests and each byte fetched once", tr)
+	}
+	f.Close()
+
+	small, err := o.Open(ctx, base+"/small.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	read(small, data[:3000], 2992, 8)
+	read(small, data[:3000], 0, 2992)
+	if tr := o.Traffic()[base+"/small.bin"]; tr.Requests != 2 || tr.Bytes != 3000 {
+		t.Fatalf("a small object: %+v, want a HEAD and one GET of all of it", tr)
+	}
+
+	// Planned, then read: the footer read opening it once, all of it
+	// read opening it again (the Opener keeps the tail between them).
+	if err := os.WriteFile(filepath.Join(dir, "mid.bin"), data[:20_000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range [][2]int64{{19_992, 8}, {0, 20_000}} {
+		f, err := o.Open(ctx, base+"/mid.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		read(f, data[:20_000], part[0], part[1])
+		f.Close()
+	}
+	// (Over http, each opening looks at the file: a HEAD.)
+	if tr := o.Traffic()[base+"/mid.bin"]; tr.Requests != 4 || tr.Bytes != 20_000 {
+		t.Fatalf("an object planned, then read: %+v, want two HEADs, the tail and the rest, each byte once", tr)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -101,7 +103,17 @@ type objectFile struct {
 	fetch  func(ctx context.Context, off, length int64) (io.ReadCloser, error)
 	stream io.ReadCloser // open from off, for Read
 	state  *objectState  // counts the requests and bytes
+
+	// The object's last bytes when the Opener keeps no more tails.
+	tail   atomic.Pointer[[]byte]
+	tailMu sync.Mutex
 }
+
+// tailAhead is what a read ending at an object's end fetches: the tail
+// of the object up to this size, so that a footer read as file formats
+// read it (its length at the end, then the footer before it) costs one
+// request, not two.
+const tailAhead = 16 << 10
 
 // blobFetch fetches ranges of a bucket's object, pinned to a version:
 // each request asks for it, and each response is checked to be it, for a
@@ -168,18 +180,78 @@ func (f *objectFile) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), f.size-off)
-	got := int64(0)
+	tail := f.cachedTail()
+	if tail == nil && off+n == f.size && n < tailAhead {
+		var err error
+		if tail, err = f.fetchTail(ctx); err != nil {
+			return 0, err
+		}
+	}
+	fetch := n
+	if tailOff := f.size - int64(len(tail)); tail != nil && off+n > tailOff {
+		// The part in the tail is there already.
+		from := max(off, tailOff)
+		copy(p[from-off:n], tail[from-tailOff:])
+		fetch = from - off
+	}
+	if got, err := f.readFull(ctx, p[:fetch], off); err != nil {
+		return int(got), err
+	}
+	if n < int64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+// cachedTail returns the object's tail if fetched: the Opener's, or this
+// file's own.
+func (f *objectFile) cachedTail() []byte {
+	if t := f.state.tail.Load(); t != nil {
+		return *t
+	}
+	if t := f.tail.Load(); t != nil {
+		return *t
+	}
+	return nil
+}
+
+// fetchTail fetches the object's tail, once (a failed fetch is tried
+// again by the next read), and keeps it in the Opener while its budget
+// allows, else in this file.
+func (f *objectFile) fetchTail(ctx context.Context) ([]byte, error) {
+	st := f.state
+	mu, keep := &st.tailMu, &st.tail
+	if o := st.opener; o == nil || o.tails.Load() >= tailsKept {
+		mu, keep = &f.tailMu, &f.tail
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if t := keep.Load(); t != nil {
+		return *t, nil
+	}
+	tail := make([]byte, min(f.size, tailAhead))
+	if _, err := f.readFull(ctx, tail, f.size-int64(len(tail))); err != nil {
+		return nil, err
+	}
+	if keep == &st.tail {
+		st.opener.tails.Add(int64(len(tail)))
+	}
+	keep.Store(&tail)
+	return tail, nil
+}
+
+// readFull reads len(p) bytes from off, in as few requests as a cut
+// response lets it.
+func (f *objectFile) readFull(ctx context.Context, p []byte, off int64) (int64, error) {
+	n, got := int64(len(p)), int64(0)
 	for attempt := 1; got < n; attempt++ {
 		k, err := f.readRange(ctx, p[got:n], off+got)
 		got += int64(k)
 		if err != nil && (attempt == readAttempts || ctx.Err() != nil || !retryable(err)) {
-			return int(got), f.readError(fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
+			return got, f.readError(fmt.Errorf("bytes %d-%d: %w", off, off+n-1, err))
 		}
 	}
-	if n < int64(len(p)) {
-		return int(got), io.EOF
-	}
-	return int(got), nil
+	return got, nil
 }
 
 // readError names the object in a read's error; an object gone since it

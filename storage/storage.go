@@ -36,7 +36,15 @@ type Opener struct {
 	mu      sync.Mutex
 	buckets map[string]*blob.Bucket // by bucket URL
 	objects map[string]*objectState // by URL
+	// tails is the bytes of objects' tails kept (see objectState.tail),
+	// at most tailsKept.
+	tails atomic.Int64
 }
+
+// tailsKept bounds the bytes of the objects' tails an Opener keeps: a
+// thousand objects' worth, so a set of many objects does not hold a
+// tail of each.
+const tailsKept = 1000 * tailAhead
 
 // objectState is what an Opener knows of an object it read.
 type objectState struct {
@@ -45,6 +53,13 @@ type objectState struct {
 	size              int64
 	expected          bool // pinned by Expect, not yet looked at
 	requests, fetched atomic.Int64
+
+	// tail is the object's last bytes (see tailAhead), kept for every
+	// read of it through the Opener: planning reads a file's footer, and
+	// the reads after it the data before, so no byte is fetched twice.
+	tail   atomic.Pointer[[]byte]
+	tailMu sync.Mutex // held while it is fetched
+	opener *Opener    // whose budget of tails it counts against
 }
 
 // NewOpener returns an Opener.
@@ -81,7 +96,7 @@ func (o *Opener) seen(name string, attrs *blob.Attributes) (*objectState, error)
 	st := o.objects[name]
 	if st == nil || st.expected {
 		if st == nil {
-			st = &objectState{etag: attrs.ETag, size: attrs.Size}
+			st = &objectState{etag: attrs.ETag, size: attrs.Size, opener: o}
 			o.objects[name] = st
 		}
 		st.expected = false
@@ -251,7 +266,7 @@ func (o *Opener) Expect(name string, v Info) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.objects[name] == nil {
-		o.objects[name] = &objectState{etag: v.ETag, size: v.Size, expected: true}
+		o.objects[name] = &objectState{etag: v.ETag, size: v.Size, expected: true, opener: o}
 	}
 }
 

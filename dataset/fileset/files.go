@@ -36,10 +36,20 @@ func Expand(patterns []string) ([]string, error) {
 	return ExpandContext(context.Background(), patterns)
 }
 
-// ExpandContext is Expand with its listings made under ctx.
-func ExpandContext(ctx context.Context, patterns []string) ([]string, error) {
-	o := storage.NewOpener()
-	defer o.Close()
+// ExpandContext is Expand with its listings made under ctx, through the
+// Opener of WithOpener if given (which pins an object named without a
+// glob, so that its reads through that Opener make no look of their
+// own); the other options are not used.
+func ExpandContext(ctx context.Context, patterns []string, opts ...Option) ([]string, error) {
+	var c filesConfig
+	for _, opt := range opts {
+		opt(&c)
+	}
+	o := c.opener
+	if o == nil {
+		o = storage.NewOpener()
+		defer o.Close()
+	}
 	return expand(ctx, o, patterns)
 }
 

@@ -200,3 +200,42 @@ func TestObjectFetchedOnce(t *testing.T) {
 		})
 	}
 }
+
+// An object costs three requests, and one more a further row group: a
+// look that pins it, one fetch of its tail for the footer, which the
+// reads after planning take from the plan, and a fetch a row group.
+func TestObjectRequests(t *testing.T) {
+	srv := s3test.Start(t)
+	bucket := srv.Bucket(t, "requests")
+	for _, c := range []struct {
+		rows, groupRows int
+		requests        int64
+	}{{1000, 1000, 3}, {20_000, 8192, 5}} {
+		name := fmt.Sprintf("in-%d.parquet", c.rows)
+		w, err := sink.Create(filepath.Join(bucket, name), dataset.TensorSchema(64), sink.WithRowGroupRows(int64(c.groupRows)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dataset.Copy(w, dataset.UniformTensors(memory.NewGoAllocator(), c.rows, 64, c.groupRows, 1).Records()); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		o := storage.NewOpener()
+		defer o.Close()
+		mem := arrowtest.Allocator(t)
+		ds, err := fileset.Read([]string{srv.URL("requests", name)}, fileset.WithOpener(o), fileset.WithAllocator(mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := ds.Count(); err != nil || n != int64(c.rows) {
+			t.Fatalf("%s: %d rows, %v", name, n, err)
+		}
+		for _, tr := range o.Traffic() {
+			if tr.Requests != c.requests || tr.Bytes > tr.Size {
+				t.Errorf("%s: %+v, want %d requests", name, tr, c.requests)
+			}
+		}
+	}
+}

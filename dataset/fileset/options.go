@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/drainpipe/drainpipe/format"
 	"github.com/drainpipe/drainpipe/storage"
@@ -29,6 +30,7 @@ type filesConfig struct {
 	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
 	opener       *storage.Opener
 	ctx          context.Context // of every request to an object store
+	footers      *footers        // objects' Parquet footers, read once
 }
 
 // Option configures [Read] and [Open].
@@ -109,7 +111,8 @@ func WithOpener(o *storage.Opener) Option { return func(c *filesConfig) { c.open
 func WithDecoders(n int) Option { return func(c *filesConfig) { c.decoders = max(n, 1) } }
 
 func newFilesConfig(opts []Option) (*filesConfig, error) {
-	c := &filesConfig{opener: storage.NewOpener(), ctx: context.Background(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), parallelRows: 1024, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000}
+	c := &filesConfig{opener: storage.NewOpener(), ctx: context.Background(), batchRows: 1 << 16, decoders: min(runtime.GOMAXPROCS(0), 2), parallelRows: 1024, shard: Shard{0, 1}, mem: memory.DefaultAllocator, csvSample: 10_000,
+		footers: &footers{byPath: map[string]*metadata.FileMetaData{}}}
 	for _, o := range opts {
 		o(c)
 	}

@@ -9,12 +9,14 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -50,10 +52,18 @@ func (c *filesConfig) openParquet(path string, mem memory.Allocator) (fileReader
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	opts := []file.ReadOption{file.WithReadProps(props)}
+	known := c.footers.get(path)
+	if known != nil {
+		opts = append(opts, file.WithMetadata(known))
+	}
+	pf, err := file.NewParquetReader(f, opts...)
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	if known == nil && storage.IsURL(path) {
+		c.footers.put(path, pf.MetaData())
 	}
 	if err := checkStoredSchema(pf); err != nil {
 		pf.Close()
@@ -365,4 +375,25 @@ func groupList(groups []int) string {
 		s[i] = strconv.Itoa(g)
 	}
 	return strings.Join(s, ", ")
+}
+
+// footers are the Parquet footers of the objects a Set opened to plan,
+// kept for its reads: an object's footer costs its requests (a round trip
+// each) once, not once more a read. Objects are pinned, so the footer is
+// the one of the version read. Local files read theirs again.
+type footers struct {
+	mu     sync.Mutex
+	byPath map[string]*metadata.FileMetaData
+}
+
+func (f *footers) get(path string) *metadata.FileMetaData {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byPath[path]
+}
+
+func (f *footers) put(path string, md *metadata.FileMetaData) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.byPath[path] = md
 }

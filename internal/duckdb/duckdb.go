@@ -26,13 +26,15 @@ const Version = "1.5.6-r.1"
 // package could not be installed.
 var ErrUnavailable = errors.New("duckdb: unavailable")
 
-// script runs argv's SQL ROUNDS times on THREADS threads and prints the
-// best time in seconds and the last run's rows as JSON (BIGINT as a
-// string, FLOAT as the double it widens to, exactly; lists as arrays).
-const script = `const [modules, sql, threads, rounds] = process.argv.slice(2);
+// script runs argv's SETUP once, then its SQL ROUNDS times on THREADS
+// threads, and prints the best time of SQL in seconds and the last run's
+// rows as JSON (BIGINT as a string, FLOAT as the double it widens to,
+// exactly; lists as arrays).
+const script = `const [modules, setup, sql, threads, rounds] = process.argv.slice(2);
 const { DuckDBInstance } = await import(modules + "/@duckdb/node-api/lib/index.js");
 const db = await DuckDBInstance.create(":memory:", { threads: threads });
 const conn = await db.connect();
+if (setup !== "") await conn.run(setup);
 let best = Infinity, rows = [];
 for (let r = 0; r < Number(rounds); r++) {
   const began = process.hrtime.bigint();
@@ -46,18 +48,25 @@ process.stdout.write(JSON.stringify({ seconds: best, rows }));
 // Query runs sql on an in-memory database and returns its rows, numbers
 // as json.Number.
 func Query(sql string) ([][]any, error) {
-	rows, _, err := run(sql, 1, 1)
+	rows, _, err := run("", sql, 1, 1)
 	return rows, err
 }
 
 // Time runs sql rounds times on the given threads and returns the best
 // time in seconds (DuckDB's, without node's start) and the rows.
 func Time(sql string, threads, rounds int) (float64, [][]any, error) {
-	rows, secs, err := run(sql, threads, rounds)
+	rows, secs, err := run("", sql, threads, rounds)
 	return secs, rows, err
 }
 
-func run(sql string, threads, rounds int) ([][]any, float64, error) {
+// TimeAfter is Time, with setup run once before, untimed (a table made
+// in memory, for a write's time alone).
+func TimeAfter(setup, sql string, threads, rounds int) (float64, [][]any, error) {
+	rows, secs, err := run(setup, sql, threads, rounds)
+	return secs, rows, err
+}
+
+func run(setup, sql string, threads, rounds int) ([][]any, float64, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, 0, fmt.Errorf("%w: node is not on the PATH", ErrUnavailable)
 	}
@@ -74,7 +83,7 @@ func run(sql string, threads, rounds int) ([][]any, float64, error) {
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command("node", path, filepath.Join(dir, "node_modules"), sql, strconv.Itoa(threads), strconv.Itoa(rounds))
+	cmd := exec.Command("node", path, filepath.Join(dir, "node_modules"), setup, sql, strconv.Itoa(threads), strconv.Itoa(rounds))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

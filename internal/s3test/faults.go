@@ -7,8 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"testing"
 	"time"
+
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
 // FaultProxy stands between a client and the server on loopback and
@@ -54,7 +55,7 @@ type FaultProxy struct {
 }
 
 // Proxy starts a FaultProxy in front of s for the test.
-func (s *Server) Proxy(t testing.TB) *FaultProxy {
+func (s *Server) Proxy(t testbin.T) *FaultProxy {
 	t.Helper()
 	p := &FaultProxy{upstream: s.Endpoint, closed: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,7 +48,7 @@ type Server struct {
 	proc *os.Process
 	// makeBucket makes a bucket through S3 on a server whose buckets are
 	// not plain folders (MinIO).
-	makeBucket func(t testing.TB, name string)
+	makeBucket func(t testbin.T, name string)
 }
 
 // CPU returns the CPU time the server has used so far (Linux).
@@ -57,7 +56,7 @@ func (s *Server) CPU() time.Duration { return testbin.CPU(s.proc) }
 
 // Start builds (once) and starts a server for the test, which stops it
 // when it ends, and sets the AWS SDK's credential and region variables.
-func Start(t testing.TB) *Server {
+func Start(t testbin.T) *Server {
 	t.Helper()
 	root, meta := t.TempDir(), t.TempDir()
 	srv := start(t, "github.com/versity/versitygw/cmd/versitygw", Version, func(addr string) []string {
@@ -70,7 +69,7 @@ func Start(t testing.TB) *Server {
 // start builds (once) and starts the server pkg@version, given its
 // arguments for an address, until the test ends, and sets the AWS SDK's
 // credential and region variables for it.
-func start(t testing.TB, pkg, version string, args func(addr string) []string) *Server {
+func start(t testbin.T, pkg, version string, args func(addr string) []string) *Server {
 	t.Helper()
 	bin, err := testbin.Binary(pkg, version)
 	if err != nil {
@@ -90,7 +89,7 @@ const GoFakeS3Version = "v1.2.0"
 // the test, which stops it when it ends. It makes a bucket on its first
 // use, and sets the AWS SDK's credential and region variables (it checks
 // none). Its Root is empty: its objects are reached through S3 alone.
-func StartGoFakeS3(t testing.TB) *Server {
+func StartGoFakeS3(t testbin.T) *Server {
 	t.Helper()
 	return start(t, "github.com/johannesboyne/gofakes3/cmd/gofakes3", GoFakeS3Version, func(addr string) []string {
 		return []string{"-backend", "memory", "-autobucket", "-quiet", "-host", addr}
@@ -105,7 +104,7 @@ const MinIOVersion = "v0.0.0-20260212201848-7aac2a2c5b7c"
 // one drive in a temporary folder for the test, which stops it when it
 // ends, and sets the AWS SDK's credential and region variables. Its
 // buckets are made through S3 (Bucket); Root is empty.
-func StartMinIO(t testing.TB) *Server {
+func StartMinIO(t testbin.T) *Server {
 	t.Helper()
 	t.Setenv("MINIO_ROOT_USER", AccessKey)
 	t.Setenv("MINIO_ROOT_PASSWORD", SecretKey)
@@ -115,7 +114,7 @@ func StartMinIO(t testing.TB) *Server {
 	srv := start(t, "github.com/minio/minio", MinIOVersion, func(addr string) []string {
 		return []string{"server", "--address", addr, "--console-address", "127.0.0.1:0", "--quiet", data}
 	})
-	srv.makeBucket = func(t testing.TB, name string) {
+	srv.makeBucket = func(t testbin.T, name string) {
 		t.Helper()
 		client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")})
@@ -136,7 +135,7 @@ func StartMinIO(t testing.TB) *Server {
 
 // Bucket makes a bucket and returns its folder ("" on a server whose
 // buckets are not folders, or that makes a bucket on its first use).
-func (s *Server) Bucket(t testing.TB, name string) string {
+func (s *Server) Bucket(t testbin.T, name string) string {
 	t.Helper()
 	if s.makeBucket != nil {
 		s.makeBucket(t, name)

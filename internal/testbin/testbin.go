@@ -71,10 +71,22 @@ func cached(name, done string, install func(tmp string) error) (string, error) {
 	return dir, nil
 }
 
+// T is what starting a server needs of its owner, which stops it when it
+// ends: a test's testing.TB, or a program's stand-in (the bench program).
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Setenv(key, value string)
+	Context() context.Context
+}
+
 // Start runs bin with args (which take the address from addr, given a
-// free 127.0.0.1 port) until the test ends, and waits until it listens.
+// free 127.0.0.1 port) until t ends, and waits until it listens.
 // It returns the address and the process.
-func Start(t testing.TB, bin string, args func(addr string) []string) (addr string, proc *os.Process) {
+func Start(t T, bin string, args func(addr string) []string) (addr string, proc *os.Process) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
