@@ -94,10 +94,14 @@ type Writer struct {
 	overwrite bool
 	done      bool
 
-	// Parquet: the row group being written, its rows, and the rows a
-	// group holds.
+	// Parquet: the records of the row group being gathered, their rows,
+	// and the rows a group holds; an empty record, if one came first;
+	// whether a group was written.
 	pq                  *pqarrow.FileWriter
+	group               []arrow.RecordBatch
 	inGroup, groupLimit int64
+	empty               arrow.RecordBatch
+	wroteGroup          bool
 	mem                 memory.Allocator
 }
 
@@ -198,24 +202,28 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// writeParquet writes rec into row groups of groupLimit rows, buffered, so
-// the groups depend on the rows alone, not on how they arrive in records.
-// It cuts rec at the groups' boundaries itself, and hands the encoder no
+// writeParquet writes rec into row groups of groupLimit rows, so the
+// groups depend on the rows alone, not on how they arrive in records. It
+// gathers a group's records (shared, not copied) and writes the group
+// whole, column after column, straight to the output: arrow-go's
+// buffered row groups instead encode every page into a growing buffer and
+// copy it out at the group's end, a quarter of a write's time. It cuts
+// rec at the groups' boundaries itself, and hands the encoder no
 // fixed_size_list at an offset: arrow-go's Parquet writer (v18.8.0) writes
 // such a slice's values from its parent's first row, so every row group
 // after the first would repeat the first's tensors.
 func (w *Writer) writeParquet(rec arrow.RecordBatch) error {
 	n := rec.NumRows()
 	if n == 0 {
-		return w.pq.WriteBuffered(rec)
+		if w.empty == nil && !w.wroteGroup && len(w.group) == 0 {
+			// Written at the commit if no row comes: the file then has an
+			// empty row group.
+			rec.Retain()
+			w.empty = rec
+		}
+		return nil
 	}
 	for off := int64(0); off < n; {
-		if w.inGroup == w.groupLimit {
-			if err := w.pq.NewBufferedRowGroupChecked(); err != nil {
-				return err
-			}
-			w.inGroup = 0
-		}
 		k := min(n-off, w.groupLimit-w.inGroup)
 		part := rec
 		if off > 0 || k < n {
@@ -227,15 +235,74 @@ func (w *Writer) writeParquet(rec arrow.RecordBatch) error {
 		if err != nil {
 			return err
 		}
-		err = w.pq.WriteBuffered(part)
-		part.Release()
-		if err != nil {
-			return err
-		}
+		w.group = append(w.group, part)
 		w.inGroup += k
 		off += k
+		if w.inGroup == w.groupLimit {
+			if err := w.flushGroup(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// flushGroup writes the gathered rows as a row group.
+func (w *Writer) flushGroup() error {
+	group, rows := w.group, w.inGroup
+	w.group, w.inGroup = nil, 0
+	defer releaseAll(group)
+	if len(group) == 0 {
+		return nil
+	}
+	if err := w.pq.NewRowGroupChecked(); err != nil {
+		return err
+	}
+	w.wroteGroup = true
+	cols := make([]arrow.Array, len(group))
+	for i, f := range w.schema.Fields() {
+		for j, r := range group {
+			cols[j] = r.Column(i)
+		}
+		chunked := arrow.NewChunked(f.Type, cols)
+		err := w.pq.WriteColumnChunked(chunked, 0, rows)
+		chunked.Release()
+		if err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// finishParquet writes the last, short row group, or the empty one of a
+// file that got an empty record and no row.
+func (w *Writer) finishParquet() error {
+	if w.pq == nil {
+		return nil
+	}
+	if err := w.flushGroup(); err != nil {
+		return err
+	}
+	if w.empty != nil && !w.wroteGroup {
+		return w.pq.WriteBuffered(w.empty)
+	}
+	return nil
+}
+
+// releaseParquet releases the records a Parquet writer holds.
+func (w *Writer) releaseParquet() {
+	releaseAll(w.group)
+	w.group, w.inGroup = nil, 0
+	if w.empty != nil {
+		w.empty.Release()
+		w.empty = nil
+	}
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
 }
 
 // atZeroOffset returns rec, which it takes, with every column that holds
@@ -289,9 +356,9 @@ func dataFixedListAtOffset(d arrow.ArrayData, parentOffset bool) bool {
 
 // parquetGroupValues is about the most leaf values a Parquet row group
 // holds: 16,384 rows of 64-float tensors, about 4 MiB before compression,
-// buffered in memory until the group is full. (Arrow v15's level encoder
-// was quadratic in the group size and forced groups of 256 such rows;
-// v18's is linear.)
+// gathered in memory (as Arrow records) until the group is full. (Arrow
+// v15's level encoder was quadratic in the group size and forced groups
+// of 256 such rows; v18's is linear.)
 const parquetGroupValues = 1 << 20
 
 // rowGroupRows returns the rows per row group for schema s.
@@ -325,6 +392,12 @@ func (w *Writer) Commit() error {
 	}
 	w.done = true
 	defer w.closeOpener()
+	defer w.releaseParquet()
+	if err := w.finishParquet(); err != nil {
+		w.enc.Close()
+		w.out.Abort()
+		return fmt.Errorf("sink: commit %s: %w", w.path, err)
+	}
 	if err := w.enc.Close(); err != nil {
 		w.out.Abort()
 		return fmt.Errorf("sink: commit %s: %w", w.path, err)
@@ -344,6 +417,7 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
+	w.releaseParquet()
 	w.enc.Close()
 	w.out.Abort()
 	w.closeOpener()

@@ -6,6 +6,16 @@ import "github.com/drainpipe/drainpipe/format"
 // compare the two paths.
 func WithPqarrowOnly() Option { return func(c *filesConfig) { c.pqarrowOnly = true } }
 
+// PageCounts counts the pages tensor columns read as uniform (without
+// expanding their levels) and the chunks they fell back in.
+type PageCounts = pageCounts
+
+func (p *PageCounts) Uniform() int64   { return p.uniform.Load() }
+func (p *PageCounts) FallBacks() int64 { return p.fallBacks.Load() }
+
+// WithPageCounts counts the tensor columns' pages into p.
+func WithPageCounts(p *PageCounts) Option { return func(c *filesConfig) { c.pageCounts = p } }
+
 // TensorPathColumns returns the columns of a Parquet file that [Files]
 // decodes with its own float list decoder rather than pqarrow's.
 func TensorPathColumns(path string, opts ...Option) ([]string, error) {

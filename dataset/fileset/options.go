@@ -27,7 +27,8 @@ type filesConfig struct {
 	mem          memory.Allocator
 	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
 	origins      *Origins
-	pqarrowOnly  bool // tests: read tensor columns through pqarrow too, to compare
+	pqarrowOnly  bool        // tests: read tensor columns through pqarrow too, to compare
+	pageCounts   *pageCounts // tests: count the tensor columns' uniform pages
 	opener       *storage.Opener
 	ctx          context.Context // of every request to an object store
 	footers      *footers        // objects' Parquet footers, read once

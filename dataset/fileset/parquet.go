@@ -276,6 +276,7 @@ func (r *parquetReader) tensorColumns(sel selection) (tensors []*tensorColumn, r
 		}
 		sf := &r.fr.Manifest.Fields[idx[0]]
 		if t := newTensorColumn(r.pf, r.mem, sel, i, f, sf); t != nil {
+			t.counts = r.c.pageCounts
 			tensors = append(tensors, t)
 			continue
 		}

@@ -166,6 +166,21 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		"byte stream split": with(base, func(tf *tensorFile) {
 			tf.props = []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit)}
 		}),
+		// Pages of a few rows each: a chunk read page by page without its
+		// levels expanded, until the page with a null value, from which
+		// the column reader reads on.
+		"small pages, v1, null value mid-group": with(base, func(tf *tensorFile) {
+			tf.nullValue, tf.props = 333, []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithDictionaryDefault(false)}
+		}),
+		"small pages, v2, null value mid-group": with(base, func(tf *tensorFile) {
+			tf.nullValue, tf.props = 333, []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDictionaryDefault(false)}
+		}),
+		"k 64, small pages, required": with(regularFile(1000, 100, 64), func(tf *tensorFile) {
+			tf.required, tf.props = true, []parquet.WriterProperty{parquet.WithDataPageSize(2048), parquet.WithDictionaryDefault(false)}
+		}),
+		"k 10, uncompressed": with(regularFile(1000, 100, 10), func(tf *tensorFile) {
+			tf.props = []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false)}
+		}),
 		// pqarrow writes no null fixed_size_list row: null rows are in lists.
 		"null row in group 7":   with(base, func(tf *tensorFile) { tf.nullRow, tf.list = 750, true }),
 		"null first row":        with(base, func(tf *tensorFile) { tf.nullRow, tf.list = 0, true }),
@@ -244,6 +259,46 @@ func TestTensorPathCoverage(t *testing.T) {
 			names, err := fileset.TensorPathColumns(path, fileset.WithAllocator(arrowtest.Allocator(t)))
 			if err != nil || fmt.Sprint(names) != "[features]" {
 				t.Fatalf("the tensor decoder reads %v (%v), want [features]", names, err)
+			}
+		})
+	}
+}
+
+// A fixed_size_list column's pages whose levels are the rows' pattern are
+// read without expanding them: every page of a regular file; in a file
+// with a null value, the pages before its page, then the column reader
+// from that page on (with its rows before skipped); in a file of another
+// encoding, none.
+func TestTensorPagesUniform(t *testing.T) {
+	noDict := []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithDictionaryDefault(false)}
+	for _, c := range []struct {
+		name               string
+		tf                 tensorFile
+		uniform, fallBacks bool
+	}{
+		{"regular", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1, props: noDict}, true, false},
+		{"null value", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: 333, ragged: -1, props: noDict}, true, true},
+		{"byte stream split", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1,
+			props: []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit)}}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.parquet")
+			c.tf.write(t, path)
+			var counts fileset.PageCounts
+			mem := arrowtest.Allocator(t)
+			cols, rows, err := readColumns(t, mem, path, fileset.WithPageCounts(&counts), fileset.WithReadRows(37))
+			defer releaseAll(cols)
+			if err != nil || rows != 1000 {
+				t.Fatalf("%d rows, %v", rows, err)
+			}
+			if got := counts.Uniform() > 0; got != c.uniform {
+				t.Errorf("%d pages read uniform, want some: %t", counts.Uniform(), c.uniform)
+			}
+			if got := counts.FallBacks() > 0; got != c.fallBacks {
+				t.Errorf("%d chunks fell back, want some: %t", counts.FallBacks(), c.fallBacks)
+			}
+			if c.fallBacks && c.uniform && counts.FallBacks() != 1 {
+				t.Errorf("%d chunks fell back, want the one with the null value", counts.FallBacks())
 			}
 		})
 	}
