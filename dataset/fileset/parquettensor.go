@@ -305,11 +305,13 @@ func (t *tensorColumn) recoverAt(err *error) {
 	}
 }
 
-// begin readies the level scratch for a read of n rows and puts the
-// carried levels and values at its start; it returns their counts.
+// begin sizes the values for a read of n rows and puts the carried
+// levels and values at the start of theirs; it returns their counts. The
+// level scratch grows when levels are read (grow): a chunk read page by
+// page needs none.
 func (t *tensorColumn) begin(n int64, values *memory.Buffer) (nl, nv int) {
 	want := int(n*t.hint) + 1 + len(t.carry.def)
-	t.growLevels(want)
+	t.growLevels(len(t.carry.def) + 1)
 	values.Resize(max(want, len(t.carry.vals)) * arrow.Float32SizeBytes)
 	lv := t.levelSlices()
 	copy(lv.def, t.carry.def)
