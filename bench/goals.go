@@ -157,10 +157,22 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	// value of the same file, on one core and on two (skipped without node
 	// and npm); the sums must agree.
 	if _, err := duckdb.Query("SELECT 1"); err == nil {
-		for _, n := range []int{1, cores} {
-			gs = append(gs, goal{fmt.Sprintf("files: the dataset reader (%d decoder(s)) ÷ DuckDB (%d thread(s)), summing every value", n, n), atLeast(1.5), func(r int) float64 {
-				return readerVsDuckDB(r, path, readRows, n)
-			}})
+		// drainpipe's file, and the same rows as DuckDB writes them.
+		duckFile, wrote := filepath.Join(c.dir, "duckdb.parquet"), false
+		for _, file := range []string{"drainpipe's file", "DuckDB's file"} {
+			for _, n := range []int{1, cores} {
+				gs = append(gs, goal{fmt.Sprintf("files: the dataset reader (%d decoder(s)) ÷ DuckDB (%d thread(s)), summing every value, %s", n, n, file), atLeast(1.5), func(r int) float64 {
+					if file == "drainpipe's file" {
+						return readerVsDuckDB(r, path, readRows, n)
+					}
+					if !wrote {
+						_, err := duckdb.Query("COPY (SELECT * FROM read_parquet(" + duckdb.Quote(path) + ")) TO " + duckdb.Quote(duckFile) + " (FORMAT parquet)")
+						check(err)
+						wrote = true
+					}
+					return readerVsDuckDB(r, duckFile, readRows, n)
+				}})
+			}
 		}
 	} else {
 		fmt.Fprintf(w, "(the reader ÷ DuckDB goals are skipped: %v)\n", err)

@@ -47,12 +47,13 @@ type tensorColumn struct {
 
 	g     int   // index in sel.groups of the chunk being read, -1 before the first
 	begun int64 // rows of that group begun
-	// A fixed_size_list's chunk is read page by page while its pages are
-	// uniform (uniformPage): pages, and the values of the page being read
-	// not yet taken. The first page that is not, and every other chunk,
-	// is read by arrow-go's column reader, cr.
+	// A chunk whose rows may all hold width values is read page by page
+	// while its pages are uniform (uniformPage): pages, and the values of
+	// the page being read not yet taken. The first page that is not, and
+	// every other chunk, is read by arrow-go's column reader, cr.
 	pages    file.PageReader
 	pageVals []byte
+	width    int64       // the values a row of the chunk holds if its rows are alike
 	counts   *pageCounts // tests' count of them, or nil
 	cr       *file.Float32ColumnChunkReader
 	row      int64 // file row of the next row to yield
@@ -215,7 +216,7 @@ func (t *tensorColumn) read(n int64) (arr arrow.Array, err error) {
 			if err != nil {
 				return nil, err
 			}
-			vi += int(m * t.fixed)
+			vi += int(m * t.width)
 			nv = vi
 			vals = arrow.Float32Traits.CastFromBytes(values.Bytes())
 			switch {
@@ -370,13 +371,33 @@ func (t *tensorColumn) nextGroup() error {
 	t.g++
 	t.begun = 0
 	t.row = t.sel.starts[t.g]
-	if t.fixed > 0 {
+	if t.width = t.uniformWidth(); t.width > 0 {
 		if pr, err := t.pf.RowGroup(t.sel.groups[t.g]).GetColumnPageReader(t.leaf); err == nil {
 			t.pages = pr
 			return nil
 		} // else the column reader names the error
 	}
 	return t.openColumnReader()
+}
+
+// uniformWidth returns the values each row of the chunk would hold were
+// its rows alike, the chunk a candidate for reading page by page: a
+// fixed_size_list's width; for a list, the chunk's levels over its rows,
+// when they divide evenly (the pages then prove it, or are read through
+// the column reader). 0: not a candidate.
+func (t *tensorColumn) uniformWidth() int64 {
+	rg := t.pf.MetaData().RowGroup(t.sel.groups[t.g])
+	col, err := rg.ColumnChunk(t.leaf)
+	if err != nil || rg.NumRows() <= 0 {
+		return 0
+	}
+	if t.fixed > 0 {
+		return t.fixed
+	}
+	if n := col.NumValues(); n > 0 && n%rg.NumRows() == 0 {
+		return n / rg.NumRows()
+	}
+	return 0
 }
 
 // openColumnReader opens the chunk's column reader.
@@ -446,7 +467,7 @@ func (t *tensorColumn) closeChunk() {
 // t.pages is nil if the chunk ended (every row it declares read, or an
 // error) or its next page is not uniform (t.cr then reads on).
 func (t *tensorColumn) fromPages(a *assembly, values *memory.Buffer, nv int, want int64) (int64, error) {
-	k := t.fixed
+	k := t.width
 	for len(t.pageVals) == 0 {
 		if !t.pages.Next() {
 			if err := t.pages.Err(); err != nil {
@@ -490,7 +511,7 @@ func (t *tensorColumn) fromPages(a *assembly, values *memory.Buffer, nv int, wan
 }
 
 // uniformPage returns the values of a page of whole rows whose levels are
-// the fixed_size_list's pattern (every row present, every value too),
+// those of rows of width values (every row present, every value too),
 // stored plain: a version 1 or 2 data page, levels in the hybrid
 // encoding. Any other page (a dictionary, nulls, a row cut by the page's
 // end, another encoding) is not: false.
@@ -515,14 +536,14 @@ func (t *tensorColumn) uniformPage(pg file.Page) ([]byte, bool) {
 	case *file.DataPageV2:
 		data = p.Data()
 		rl, dl := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
-		if p.NumNulls() != 0 || int64(p.NumRows())*t.fixed != int64(count) || rl < 0 || dl < 0 || rl+dl > len(data) {
+		if p.NumNulls() != 0 || int64(p.NumRows())*t.width != int64(count) || rl < 0 || dl < 0 || rl+dl > len(data) {
 			return nil, false
 		}
 		rep, def, data = data[:rl], data[rl:rl+dl], data[rl+dl:]
 	default:
 		return nil, false
 	}
-	k := int(t.fixed)
+	k := int(t.width)
 	if count == 0 || len(data) != count*arrow.Float32SizeBytes || !repetitionPattern(rep, count, k) ||
 		!definitionPattern(def, levelBits(t.valueDef), count, t.valueDef) {
 		return nil, false
@@ -559,7 +580,7 @@ func (t *tensorColumn) fallBack() error {
 	if err := t.openColumnReader(); err != nil {
 		return err
 	}
-	skip := t.begun * t.fixed
+	skip := t.begun * t.width
 	const step = 1 << 14
 	def, rep, vals := make([]int16, step), make([]int16, step), make([]float32, step)
 	for skip > 0 {

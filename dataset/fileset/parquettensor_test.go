@@ -264,8 +264,9 @@ func TestTensorPathCoverage(t *testing.T) {
 	}
 }
 
-// A fixed_size_list column's pages whose levels are the rows' pattern are
-// read without expanding them: every page of a regular file; in a file
+// A float list column's pages whose levels are those of rows of one width
+// are read without expanding them: every page of a regular file (a
+// fixed_size_list's, or a list's whose rows are alike); in a file
 // with a null value, the pages before its page, then the column reader
 // from that page on (with its rows before skipped); in a file of another
 // encoding, none.
@@ -278,6 +279,9 @@ func TestTensorPagesUniform(t *testing.T) {
 	}{
 		{"regular", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1, props: noDict}, true, false},
 		{"null value", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: 333, ragged: -1, props: noDict}, true, true},
+		{"list", tensorFile{rows: 1000, groupRows: 100, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1, props: noDict}, true, false},
+		// Its group's levels do not divide by its rows: read as before.
+		{"list, a ragged row", tensorFile{rows: 1000, groupRows: 100, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: 420, props: noDict}, true, false},
 		{"byte stream split", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1,
 			props: []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit)}}, false, true},
 	} {
