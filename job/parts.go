@@ -329,9 +329,10 @@ func (p *parts) add(pt part) error {
 	return p.save()
 }
 
-// merge writes every part, in order, to output in row groups of a fixed
-// size, then removes the parts folder. The output has the parts' schema, or
-// empty's when there are no parts.
+// merge writes every part, in order, to output (in records as the parts
+// hold them, in row groups of the sink's size), then removes the parts
+// folder. The output has the parts' schema, or empty's when there are no
+// parts.
 func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwrite bool, mem memory.Allocator) error {
 	ds, err := p.dataset(empty, mem)
 	if err != nil {
@@ -345,7 +346,7 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	if err != nil {
 		return err
 	}
-	if _, err := dataset.Copy(&injecting{w, p.inject, "merge", 0}, ds.Batches(mem, rowGroupRows)); err != nil {
+	if _, err := dataset.Copy(&injecting{w, p.inject, "merge", 0}, ds.Records()); err != nil {
 		w.Abort()
 		return fmt.Errorf("job: merge parts: %w", err)
 	}
