@@ -205,3 +205,61 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 		t.Fatalf("WithRowGroupRows(1000), records of 256: row groups %v", got[:3])
 	}
 }
+
+// An empty record writes nothing of its own: before rows, the file is
+// their row groups alone; with no row at all, it is one empty row group,
+// and reads back as no rows of the schema.
+func TestParquetEmptyRecords(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	whole := predictions(t, mem, 1000)
+	defer whole.Release()
+	empty := whole.NewSlice(0, 0)
+	defer empty.Release()
+	for _, c := range []struct {
+		name   string
+		recs   []arrow.RecordBatch
+		groups []int64
+	}{
+		{"empty only", []arrow.RecordBatch{empty}, []int64{0}},
+		{"empty, then rows", []arrow.RecordBatch{empty, whole, empty}, []int64{1000}},
+		{"nothing", nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.parquet")
+			w, err := sink.Create(path, whole.Schema(), sink.WithAllocator(mem))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range c.recs {
+				if err := w.Write(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			pf, err := file.OpenParquetFile(path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pf.Close()
+			var got []int64
+			for g := range pf.NumRowGroups() {
+				got = append(got, pf.MetaData().RowGroup(g).NumRows())
+			}
+			if !slices.Equal(got, c.groups) {
+				t.Fatalf("row groups %v, want %v", got, c.groups)
+			}
+			if ids, _ := readBack(t, mem, path); len(ids) != int(sum(c.groups)) {
+				t.Fatalf("%d rows read back, want %d", len(ids), sum(c.groups))
+			}
+		})
+	}
+}
+
+func sum(v []int64) (s int64) {
+	for _, x := range v {
+		s += x
+	}
+	return s
+}

@@ -419,21 +419,32 @@ func (t *tensorColumn) openColumnReader() error {
 // left over, every chunk read to its end.
 func (t *tensorColumn) finished() (err error) {
 	defer t.recoverAt(&err)
-	if t.pages != nil {
-		if len(t.pageVals) > 0 || t.pages.Next() {
+	for {
+		if t.pages != nil {
+			if len(t.pageVals) > 0 || t.pages.Next() {
+				return t.errorf("%w: row group %d holds more levels than its %d rows", errTensorColumn, t.sel.groups[t.g], t.groupRows())
+			}
+			if err := t.pages.Err(); err != nil {
+				return t.errorf("%w", err)
+			}
+		}
+		if len(t.carry.def) > 0 || (t.cr != nil && t.cr.HasNext()) {
 			return t.errorf("%w: row group %d holds more levels than its %d rows", errTensorColumn, t.sel.groups[t.g], t.groupRows())
 		}
-		if err := t.pages.Err(); err != nil {
-			return t.errorf("%w", err)
+		if t.cr != nil {
+			if err := t.cr.Err(); err != nil {
+				return t.errorf("%w", err)
+			}
 		}
-	}
-	if len(t.carry.def) > 0 || (t.cr != nil && t.cr.HasNext()) {
-		return t.errorf("%w: row group %d holds more levels than its %d rows", errTensorColumn, t.sel.groups[t.g], t.groupRows())
-	}
-	if t.cr != nil {
-		if err := t.cr.Err(); err != nil {
-			return t.errorf("%w", err)
+		// Empty row groups after the last row read (or in place of any
+		// row): each one's chunk is checked to hold no level.
+		if t.g+1 < len(t.sel.groups) && t.sel.sizes[t.g+1] == 0 && t.begun == t.groupRows() {
+			if err := t.nextGroup(); err != nil {
+				return err
+			}
+			continue
 		}
+		break
 	}
 	if t.g != len(t.sel.groups)-1 || t.begun != t.groupRows() {
 		return t.errorf("%w: fewer rows than the row groups declare", errTensorColumn)
