@@ -19,9 +19,10 @@
 //
 // Reading: an [Opener] lists (Glob: globs in the key, matched against a
 // listing under their literal prefix), stats and opens. An object is read
-// by range requests (ReadAt asks for exactly the bytes wanted: a Parquet
-// reader fetches its footer, then a column chunk a request) or streamed
-// (Read). A request the server refuses (500, 503 SlowDown) is retried by
+// by range requests (ReadAt asks for exactly the bytes wanted, but that
+// the first read ending at the object's end fetches its last 16 KiB, a
+// footer's length and the footer before it in one request, which the
+// Opener keeps for the object's later reads) or streamed (Read). A request the server refuses (500, 503 SlowDown) is retried by
 // the SDK's retryer; a response cut mid-body is asked for again from
 // where it stopped, a bounded number of times. An Opener pins each
 // object's version from its first look on (or from a planner's, carried

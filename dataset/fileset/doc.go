@@ -32,7 +32,13 @@
 // row of a read included: a row ends where the next level starts a row,
 // or where its row group's chunk ends holding the rows the group
 // declares. Levels that do not prove it are an error naming the column,
-// row group and file row, never a row cut short or run on.
+// row group and file row, never a row cut short or run on. A chunk whose
+// rows may all hold one width of values (a fixed_size_list's; a list's
+// whose levels divide evenly by its rows) is read page by page while its
+// pages prove it: plain values after levels that are those rows',
+// checked run by run in Parquet's hybrid encoding, never expanded one by
+// one; from the first page that does not (a null, a dictionary, a row cut
+// by the page), arrow-go's column reader reads on.
 //
 // # Arrow IPC
 //
