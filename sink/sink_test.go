@@ -177,16 +177,7 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 				t.Fatalf("row %d (id %d): value %d is %v, want %v", i/3, ids[i/3], i%3, values[i], want[i])
 			}
 		}
-		pf, err := file.OpenParquetFile(path, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pf.Close()
-		var got []int64
-		for g := range pf.NumRowGroups() {
-			got = append(got, pf.MetaData().RowGroup(g).NumRows())
-		}
-		return got
+		return rowGroups(t, path)
 	}
 	want := []int64{1 << 18, rows - 1<<18}
 	if got := groups(func(int) int { return rows }); !slices.Equal(got, want) {
@@ -238,16 +229,7 @@ func TestParquetEmptyRecords(t *testing.T) {
 			if err := w.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			pf, err := file.OpenParquetFile(path, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pf.Close()
-			var got []int64
-			for g := range pf.NumRowGroups() {
-				got = append(got, pf.MetaData().RowGroup(g).NumRows())
-			}
-			if !slices.Equal(got, c.groups) {
+			if got := rowGroups(t, path); !slices.Equal(got, c.groups) {
 				t.Fatalf("row groups %v, want %v", got, c.groups)
 			}
 			if ids, _ := readBack(t, mem, path); len(ids) != int(sum(c.groups)) {
@@ -262,4 +244,19 @@ func sum(v []int64) (s int64) {
 		s += x
 	}
 	return s
+}
+
+// rowGroups returns the rows of each row group of the Parquet file at path.
+func rowGroups(t *testing.T, path string) []int64 {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	var got []int64
+	for g := range pf.NumRowGroups() {
+		got = append(got, pf.MetaData().RowGroup(g).NumRows())
+	}
+	return got
 }
