@@ -95,7 +95,9 @@ func tokenizationShare(c *config) []goal {
 		before := cpuSeconds()
 		ids := make([][]int64, len(texts))
 		for i, t := range texts {
-			ids[i] = tok.Encode(t).IDs
+			e, err := tok.Encode(t)
+			check(err)
+			ids[i] = e.IDs
 		}
 		tokenize := cpuSeconds() - before
 		m, err := seq.New(eng, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(seqMaxLen)}))

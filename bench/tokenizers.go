@@ -47,7 +47,8 @@ func tokenizerGoals(c *config) []goal {
 			start := time.Now()
 			for range reps {
 				for _, t := range texts {
-					tok.Encode(t)
+					_, err := tok.Encode(t)
+					check(err)
 				}
 			}
 			return time.Since(start).Seconds()

@@ -68,7 +68,7 @@ func WithLabels(labels []string) Option { return func(m *Model) { m.labels = sli
 // it to token ids itself (a tokenizer's Encode), instead of reading a
 // token column: for a server that takes text. A job tokenizes on its
 // input side instead (tokenizer.Tokens), ahead of the device.
-func WithText(column string, encode func(string) []int64) Option {
+func WithText(column string, encode func(string) ([]int64, error)) Option {
 	return func(m *Model) { m.text, m.encode = column, encode }
 }
 
@@ -87,8 +87,8 @@ type Model struct {
 	shapes     []Shape                         // declared; nil without buckets
 	tokens     string
 	typeIDs    string
-	text       string               // WithText's column
-	encode     func(string) []int64 // and tokenizer
+	text       string                        // WithText's column
+	encode     func(string) ([]int64, error) // and tokenizer
 	padID      int64
 	vocab      int64
 	left       bool
@@ -428,7 +428,11 @@ func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
 		case *array.LargeString:
 			text = t.Value(i)
 		}
-		vals.AppendValues(s.m.encode(text), nil)
+		ids, err := s.m.encode(text)
+		if err != nil {
+			return nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+		}
+		vals.AppendValues(ids, nil)
 	}
 	return lb.NewArray(), nil
 }

@@ -407,7 +407,7 @@ func TestWithText(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
-	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", encode), seq.WithPlanner(seq.Planner{Buckets: []int{8, 32}}))
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", func(s string) ([]int64, error) { return encode(s), nil }), seq.WithPlanner(seq.Planner{Buckets: []int{8, 32}}))
 	if err != nil {
 		t.Fatal(err)
 	}

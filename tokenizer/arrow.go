@@ -145,7 +145,10 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 			if texts.IsNull(i) {
 				return nil, &device.RowError{Row: first + int64(i), Column: textColumn, Err: fmt.Errorf("null text")}
 			}
-			e := tok.Encode(text(texts, i))
+			e, err := tok.Encode(text(texts, i))
+			if err != nil {
+				return nil, &device.RowError{Row: first + int64(i), Column: textColumn, Err: err}
+			}
 			for k, c := range added {
 				c.append(builders[k], e)
 			}

@@ -66,7 +66,7 @@ func TestTokensColumn(t *testing.T) {
 					for _, v := range vals.Int32Values()[s:e] {
 						got = append(got, int64(v))
 					}
-					if want := tok.Encode(texts[i]).IDs; !slices.Equal(got, want) {
+					if want := must(t, tok, texts[i]).IDs; !slices.Equal(got, want) {
 						t.Fatalf("row %d: %v, want %v", i, got, want)
 					}
 					rows++

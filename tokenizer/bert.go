@@ -2,8 +2,6 @@ package tokenizer
 
 import (
 	"unicode"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // bertNormalizer is Hugging Face's BertNormalizer.
@@ -39,7 +37,7 @@ func (b *bertNormalizer) normalize(n *normalized) {
 		strip = *b.StripAccents
 	}
 	if strip {
-		n.nfd()
+		unicodeForm{}.normalize(n)
 		n.transform(func(r rune, out []rune) []rune {
 			if unicode9(r, unicode.Mn) {
 				return out
@@ -112,7 +110,7 @@ func isBertPunctuation(r rune) bool {
 // word of its own.
 type bertPreTokenizer struct{}
 
-func (bertPreTokenizer) split(n *normalized) []*normalized {
+func (bertPreTokenizer) split(n *normalized) ([]*normalized, error) {
 	var words []*normalized
 	start := 0
 	for i, r := range n.runes {
@@ -133,18 +131,5 @@ func (bertPreTokenizer) split(n *normalized) []*normalized {
 	if start < len(n.runes) {
 		words = append(words, n.slice(start, len(n.runes)))
 	}
-	return words
-}
-
-// nfd decomposes the text canonically as the Rust tokenizers do (the
-// unicode-normalization-alignments crate), aligned as Hugging Face's
-// NormalizedString.transform aligns by position — so a mark moved by the
-// sort of combining classes takes the alignment of the place it moved to.
-func (n *normalized) nfd() {
-	items := decompose(n.runes, norm.NFD)
-	chars := make([]change, len(items))
-	for k, it := range items {
-		chars[k] = it.change
-	}
-	n.apply(chars)
+	return words, nil
 }

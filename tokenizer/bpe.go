@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // bpe is Hugging Face's BPE model: a piece's characters merged pair by
@@ -23,6 +25,42 @@ type bpe struct {
 	IgnoreMerge bool              `json:"ignore_merges"`
 	ranks       map[[2]int]merge
 	unk         int
+	names       reverseVocab
+	prefix      string
+	suffix      string
+	cache       wordCache
+}
+
+// wordCache keeps the symbols of the words seen, as the Rust BPE's
+// cache: words under 256 bytes, up to 10,000 of them.
+type wordCache struct {
+	words sync.Map // string → []symbol
+	size  atomic.Int64
+}
+
+const (
+	cacheWords   = 10000
+	cacheMaxWord = 256
+)
+
+func (c *wordCache) get(word string) ([]symbol, bool) {
+	if len(word) >= cacheMaxWord {
+		return nil, false
+	}
+	v, ok := c.words.Load(word)
+	if !ok {
+		return nil, false
+	}
+	return v.([]symbol), true
+}
+
+func (c *wordCache) put(word string, syms []symbol) {
+	if len(word) >= cacheMaxWord || c.size.Load() >= cacheWords {
+		return
+	}
+	if _, loaded := c.words.LoadOrStore(word, syms); !loaded {
+		c.size.Add(1)
+	}
 }
 
 type merge struct{ rank, id int }
@@ -31,10 +69,6 @@ func (b *bpe) init() error {
 	switch {
 	case b.Dropout != nil && *b.Dropout > 0:
 		return fmt.Errorf("%w: BPE dropout (a random tokenization)", ErrUnsupported)
-	case b.Prefix != nil && *b.Prefix != "", b.Suffix != nil && *b.Suffix != "":
-		return fmt.Errorf("%w: BPE continuing_subword_prefix or end_of_word_suffix", ErrUnsupported)
-	case b.ByteFall:
-		return fmt.Errorf("%w: BPE byte_fallback", ErrUnsupported)
 	}
 	b.unk = -1
 	if b.UnkToken != nil {
@@ -43,6 +77,12 @@ func (b *bpe) init() error {
 			return fmt.Errorf("%w: BPE unk_token %q is not in the vocabulary", ErrFormat, *b.UnkToken)
 		}
 		b.unk = id
+	}
+	if b.Prefix != nil {
+		b.prefix = *b.Prefix
+	}
+	if b.Suffix != nil {
+		b.suffix = *b.Suffix
 	}
 	b.ranks = make(map[[2]int]merge, len(b.Merges))
 	for rank, raw := range b.Merges {
@@ -64,18 +104,26 @@ func (b *bpe) init() error {
 		}
 		a, okA := b.Vocab[pair[0]]
 		c, okC := b.Vocab[pair[1]]
-		id, okID := b.Vocab[pair[0]+pair[1]]
+		// The second token's continuing_subword_prefix is left out of
+		// the merged one.
+		if len(pair[1]) < len(b.prefix) {
+			return fmt.Errorf("%w: BPE merge %d %q: %q is shorter than continuing_subword_prefix", ErrFormat, rank, pair, pair[1])
+		}
+		id, okID := b.Vocab[pair[0]+pair[1][len(b.prefix):]]
 		if !okA || !okC || !okID {
 			return fmt.Errorf("%w: BPE merge %d %q: a token not in the vocabulary", ErrFormat, rank, pair)
 		}
-		if _, dup := b.ranks[[2]int{a, c}]; !dup {
-			b.ranks[[2]int{a, c}] = merge{rank, id}
-		}
+		// A pair merged twice takes its last rank, as the crate's map.
+		b.ranks[[2]int{a, c}] = merge{rank, id}
 	}
 	return nil
 }
 
 func (b *bpe) vocabSize() int { return len(b.Vocab) }
+
+func (b *bpe) id(token string) (int, bool) { id, ok := b.Vocab[token]; return id, ok }
+
+func (b *bpe) token(id int) (string, bool) { return b.names.get(b.Vocab, id) }
 
 // symbol is a part of a piece being merged: its token and its runes.
 type symbol struct {
@@ -83,39 +131,103 @@ type symbol struct {
 	start, end int // runes of the piece
 }
 
-func (b *bpe) tokenize(word *normalized, out []token) []token {
+func (b *bpe) tokenize(word *normalized, out []token) ([]token, error) {
+	if len(word.runes) == 0 {
+		return out, nil
+	}
 	s := string(word.runes)
 	if b.IgnoreMerge {
 		if id, ok := b.Vocab[s]; ok {
-			return append(out, token{id: id, value: s, offsets: word.span(0, len(word.runes))})
+			return append(out, token{id: id, value: s, offsets: word.span(0, len(word.runes))}), nil
 		}
 	}
-	syms := make([]symbol, 0, len(word.runes))
-	for i, r := range word.runes {
-		id, ok := b.Vocab[string(r)]
-		switch {
-		case ok:
-		case b.unk >= 0:
-			id = b.unk
-			if b.FuseUnk && len(syms) > 0 && syms[len(syms)-1].id == b.unk {
-				syms[len(syms)-1].end = i + 1
+	syms, ok := b.cache.get(s)
+	if !ok {
+		syms = b.merge(b.symbols(word.runes))
+		b.cache.put(s, syms)
+	}
+	for _, sym := range syms {
+		out = append(out, token{id: sym.id, value: b.name(sym.id), offsets: word.span(sym.start, sym.end)})
+	}
+	return out, nil
+}
+
+func (b *bpe) name(id int) string {
+	name, _ := b.names.get(b.Vocab, id)
+	return name
+}
+
+// symbols are a word's characters as tokens (the later ones with
+// continuing_subword_prefix, the last with end_of_word_suffix): a
+// character not in the vocabulary as its bytes' tokens (byte_fallback),
+// else unk_token (runs of them fused with fuse_unk), else dropped.
+func (b *bpe) symbols(runes []rune) []symbol {
+	syms := make([]symbol, 0, len(runes))
+	unk := -1 // the pending unknown symbol's start
+	flushUnk := func(end int) {
+		if unk >= 0 {
+			syms = append(syms, symbol{id: b.unk, start: unk, end: end})
+			unk = -1
+		}
+	}
+	var buf []byte
+	for i, r := range runes {
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, b.prefix...)
+		}
+		buf = append(buf, string(r)...)
+		if i == len(runes)-1 {
+			buf = append(buf, b.suffix...)
+		}
+		if id, ok := b.Vocab[string(buf)]; ok {
+			flushUnk(i)
+			syms = append(syms, symbol{id: id, start: i, end: i + 1})
+			continue
+		}
+		if b.ByteFall {
+			if ids, ok := b.byteIDs(buf); ok {
+				for _, id := range ids {
+					syms = append(syms, symbol{id: id, start: i, end: i + 1})
+				}
 				continue
 			}
-		default:
+		}
+		if b.unk < 0 {
 			continue // dropped, as there without an unk_token
 		}
-		syms = append(syms, symbol{id: id, start: i, end: i + 1})
-	}
-	syms = b.merge(syms)
-	for _, sym := range syms {
-		value := string(word.runes[sym.start:sym.end])
-		if sym.id == b.unk && b.UnkToken != nil {
-			value = *b.UnkToken
+		if unk >= 0 && !b.FuseUnk {
+			flushUnk(i)
 		}
-		out = append(out, token{id: sym.id, value: value, offsets: word.span(sym.start, sym.end)})
+		if unk < 0 {
+			unk = i
+		}
 	}
-	return out
+	flushUnk(len(runes))
+	return syms
 }
+
+// byteIDs are the tokens <0x00>…<0xFF> of the bytes of s, if all are in
+// the vocabulary.
+func (b *bpe) byteIDs(s []byte) ([]int, bool) {
+	ids := make([]int, len(s))
+	for k, c := range s {
+		id, ok := b.Vocab[byteToken[c]]
+		if !ok {
+			return nil, false
+		}
+		ids[k] = id
+	}
+	return ids, true
+}
+
+// byteToken is each byte's token name, <0x41>.
+var byteToken = func() (t [256]string) {
+	for i := range t {
+		t[i] = fmt.Sprintf("<0x%02X>", i)
+	}
+	return t
+}()
 
 // mergeAt is a candidate merge of the symbol at pos with the next.
 type mergeAt struct{ rank, pos, id int }

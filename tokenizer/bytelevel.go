@@ -34,7 +34,7 @@ var bytesChar = func() [256]rune {
 // spaceChar is the character a space byte is written as (Ġ).
 var spaceChar = bytesChar[' ']
 
-func (p *byteLevel) split(n *normalized) []*normalized {
+func (p *byteLevel) split(n *normalized) ([]*normalized, error) {
 	if p.AddPrefixSpace && len(n.runes) > 0 && n.runes[0] != ' ' {
 		// Hugging Face's prepend: the space takes the first character's
 		// alignment.
@@ -54,7 +54,7 @@ func (p *byteLevel) split(n *normalized) []*normalized {
 	for i, piece := range pieces {
 		pieces[i] = toBytes(piece)
 	}
-	return pieces
+	return pieces, nil
 }
 
 // toBytes writes a piece's characters as their bytes' characters, each
@@ -83,14 +83,8 @@ func isN(r rune) bool     { return unicode.IsNumber(r) }
 // regexp has no lookahead).
 func gpt2Match(r []rune, i int) int {
 	n := len(r)
-	at := func(k int, c rune) bool { return k < n && r[k] == c }
-	if r[i] == '\'' {
-		switch {
-		case at(i+1, 's'), at(i+1, 't'), at(i+1, 'm'), at(i+1, 'd'):
-			return i + 2
-		case at(i+1, 'r') && at(i+2, 'e'), at(i+1, 'v') && at(i+2, 'e'), at(i+1, 'l') && at(i+2, 'l'):
-			return i + 3
-		}
+	if end := contraction(r, i, false); end > 0 {
+		return end
 	}
 	for _, class := range []func(rune) bool{isL, isN, func(c rune) bool { return !isSpace(c) && !isL(c) && !isN(c) }} {
 		j := i
@@ -105,14 +99,41 @@ func gpt2Match(r []rune, i int) int {
 		}
 	}
 	// r[i] is white space here.
-	j := i
-	for j < n && isSpace(r[j]) {
-		j++
+	return spaceMatch(r, i, spaceRun(r, i))
+}
+
+// contraction returns the end of 's|'t|'re|'ve|'m|'ll|'d at r[i] (any
+// case, with fold), or 0.
+func contraction(r []rune, i int, fold bool) int {
+	at := func(k int, c byte) bool {
+		return k < len(r) && (r[k] == rune(c) || fold && r[k] == rune(c)-'a'+'A')
 	}
-	if j < n && j-1 > i {
-		return j - 1 // \s+(?!\S): the last space goes with what follows
+	if r[i] == '\'' {
+		switch {
+		case at(i+1, 's'), at(i+1, 't'), at(i+1, 'm'), at(i+1, 'd'):
+			return i + 2
+		case at(i+1, 'r') && at(i+2, 'e'), at(i+1, 'v') && at(i+2, 'e'), at(i+1, 'l') && at(i+2, 'l'):
+			return i + 3
+		}
 	}
-	return j
+	return 0
+}
+
+// spaceRun returns the end of the run of white space at r[i].
+func spaceRun(r []rune, i int) int {
+	for i < len(r) && isSpace(r[i]) {
+		i++
+	}
+	return i
+}
+
+// spaceMatch is \s+(?!\S)|\s+ on the run of white space r[i:end]: the
+// last space goes with what follows, unless it is the only one.
+func spaceMatch(r []rune, i, end int) int {
+	if end < len(r) && end-1 > i {
+		return end - 1
+	}
+	return end
 }
 
 // trimOffsets is Hugging Face's process_offsets: a token's offsets leave

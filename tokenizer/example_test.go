@@ -13,7 +13,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	e := tok.EncodePair("Who may copy it?", "Everyone is permitted to copy.")
+	e, err := tok.EncodePair("Who may copy it?", "Everyone is permitted to copy.")
+	if err != nil {
+		panic(err)
+	}
 	for i, t := range e.Tokens {
 		fmt.Printf("%-10s id %5d type %d chars %v\n", t, e.IDs[i], e.TypeIDs[i], e.Offsets[i])
 	}

@@ -6,13 +6,16 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// nfkc is the NFKC normalizer, with alignments as the Rust tokenizers
-// give them (the unicode-normalization-alignments crate, whose
-// composition this follows step by step): each output character carries
-// a change — 0 replaces one input character, +1 is added after one, -k
-// replaces one and k more — and takes the alignment of the input
-// character at its place.
-type nfkc struct{}
+// unicodeForm is the NFC, NFD, NFKC and NFKD normalizers, with
+// alignments as the Rust tokenizers give them (the
+// unicode-normalization-alignments crate, whose composition this follows
+// step by step): each output character carries a change — 0 replaces one
+// input character, +1 is added after one, -k replaces one and k more —
+// and takes the alignment of the input character at its place.
+type unicodeForm struct {
+	compat  bool // NFK*: compatibility decomposition
+	compose bool // NF*C: canonical composition after
+}
 
 // change is an output character and its change.
 type change struct {
@@ -67,8 +70,20 @@ func compose(a, b rune) (rune, bool) {
 	return 0, false
 }
 
-func (nfkc) normalize(n *normalized) {
-	items := decompose(n.runes, norm.NFKD)
+func (f unicodeForm) normalize(n *normalized) {
+	form := norm.NFD
+	if f.compat {
+		form = norm.NFKD
+	}
+	items := decompose(n.runes, form)
+	if !f.compose {
+		chars := make([]change, len(items))
+		for k, it := range items {
+			chars[k] = it.change
+		}
+		n.apply(chars)
+		return
+	}
 	// Canonical composition.
 	var out, buffer []change
 	var composee *change

@@ -6,6 +6,7 @@ package tokenizer
 type normalized struct {
 	runes []rune
 	align [][2]int // input character span of each rune
+	err   error    // the first error a normalizer met (a pattern that did not finish)
 }
 
 // newNormalized reads s, whose first character is input character base.
@@ -43,5 +44,5 @@ func (n *normalized) span(i, j int) [2]int {
 
 // slice returns runes [i, j) as a normalized of their own.
 func (n *normalized) slice(i, j int) *normalized {
-	return &normalized{runes: n.runes[i:j], align: n.align[i:j]}
+	return &normalized{runes: n.runes[i:j:j], align: n.align[i:j:j]}
 }

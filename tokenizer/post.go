@@ -52,11 +52,7 @@ func (r *roberta) added(pair bool) int {
 	return 2
 }
 
-func (r *roberta) apply(a, b []token, pair bool) []token {
-	seqs := [][]token{a}
-	if pair {
-		seqs = append(seqs, b)
-	}
+func (r *roberta) process(seqs [][]token) [][]token {
 	out := []token{r.cls}
 	for i, seq := range seqs {
 		if r.TrimOffsets {
@@ -71,7 +67,7 @@ func (r *roberta) apply(a, b []token, pair bool) []token {
 		}
 		out = append(out, r.sep)
 	}
-	return out
+	return [][]token{out}
 }
 
 // byteLevelPost is the ByteLevel post-processor: offsets trimmed, no
@@ -83,16 +79,32 @@ type byteLevelPost struct {
 
 func (p *byteLevelPost) added(bool) int { return 0 }
 
-func (p *byteLevelPost) apply(a, b []token, pair bool) []token {
-	for i, seq := range [][]token{a, b} {
-		if p.TrimOffsets {
+func (p *byteLevelPost) process(seqs [][]token) [][]token {
+	if p.TrimOffsets {
+		for _, seq := range seqs {
 			trimOffsets(seq, p.AddPrefixSpace)
 		}
-		for k := range seq {
-			seq[k].typeID = i
-		}
 	}
-	return append(a, b...)
+	return seqs
+}
+
+// sequencePost is the Sequence post-processor: each processor's output
+// is the next one's input (Llama 3's ByteLevel, then a template).
+type sequencePost []postProcessor
+
+func (s sequencePost) added(pair bool) int {
+	n := 0
+	for _, p := range s {
+		n += p.added(pair)
+	}
+	return n
+}
+
+func (s sequencePost) process(seqs [][]token) [][]token {
+	for _, p := range s {
+		seqs = p.process(seqs)
+	}
+	return seqs
 }
 
 // specialPair reads a [token, id] pair of a processor's JSON.
@@ -126,6 +138,9 @@ func newPostProcessor(t *typed) (postProcessor, error) {
 			return nil, fmt.Errorf("%w: post_processor: %w", ErrFormat, err)
 		}
 		return p, nil
+	case "Sequence":
+		seq, err := sequenceOf(t, "post_processor", "processors", newPostProcessor)
+		return sequencePost(seq), err
 	}
 	return newTemplate(t)
 }
@@ -148,8 +163,8 @@ func newTemplate(t *typed) (*template, error) {
 				case it.Sequence != nil:
 					ps = append(ps, piece{sequence: it.Sequence.ID, typeID: it.Sequence.TypeID})
 				case it.SpecialToken != nil:
-					if _, ok := tp.specials[it.SpecialToken.ID]; !ok {
-						return nil, fmt.Errorf("%w: post_processor: special token %q has no ids", ErrFormat, it.SpecialToken.ID)
+					if sp, ok := tp.specials[it.SpecialToken.ID]; !ok || len(sp.IDs) != len(sp.Tokens) {
+						return nil, fmt.Errorf("%w: post_processor: special token %q has no ids, or not a token for each", ErrFormat, it.SpecialToken.ID)
 					}
 					ps = append(ps, piece{special: it.SpecialToken.ID, typeID: it.SpecialToken.TypeID})
 				}
@@ -181,7 +196,7 @@ func newTemplate(t *typed) (*template, error) {
 			specials: map[string]special{cls: {IDs: []int{clsID}, Tokens: []string{cls}}, sep: {IDs: []int{sepID}, Tokens: []string{sep}}},
 		}, nil
 	}
-	return nil, fmt.Errorf("%w: post_processor %q (TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel are)", ErrUnsupported, t.Type)
+	return nil, fmt.Errorf("%w: post_processor %q (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel and Sequence are)", ErrUnsupported, t.Type)
 }
 
 // added returns how many tokens the template adds to a single text or a
@@ -200,20 +215,24 @@ func (tp *template) added(pair bool) int {
 	return n
 }
 
-// apply lays out the sequences with the template's special tokens.
-func (tp *template) apply(a, b []token, pair bool) []token {
+// process lays out the sequences with the template's special tokens.
+func (tp *template) process(seqs [][]token) [][]token {
 	items := tp.single
-	if pair {
+	if len(seqs) > 1 {
 		items = tp.pair
 	}
 	var out []token
 	for _, p := range items {
 		switch p.sequence {
 		case "A", "B":
-			seq := a
+			k := 0
 			if p.sequence == "B" {
-				seq = b
+				k = 1
 			}
+			if k >= len(seqs) {
+				continue
+			}
+			seq := seqs[k]
 			for _, t := range seq {
 				t.typeID = p.typeID
 				out = append(out, t)
@@ -225,44 +244,5 @@ func (tp *template) apply(a, b []token, pair bool) []token {
 			}
 		}
 	}
-	return out
-}
-
-// truncate cuts the sequences to the truncation's max_length, less what
-// the post-processor adds.
-func (t *Tokenizer) truncate(a, b []token, pair bool) ([]token, []token) {
-	tr := t.truncation
-	budget := tr.MaxLength
-	if t.post != nil {
-		budget -= t.post.added(pair)
-	}
-	budget = max(budget, 0)
-	cut := func(s []token, n int) []token {
-		if len(s) <= n {
-			return s
-		}
-		if tr.Direction == "Left" {
-			return s[len(s)-n:]
-		}
-		return s[:n]
-	}
-	if !pair {
-		return cut(a, budget), b
-	}
-	switch tr.Strategy {
-	case "OnlyFirst":
-		return cut(a, max(budget-len(b), 0)), b
-	case "OnlySecond":
-		return a, cut(b, max(budget-len(a), 0))
-	}
-	// LongestFirst: take from the longer one at a time.
-	na, nb := len(a), len(b)
-	for na+nb > budget {
-		if na >= nb {
-			na--
-		} else {
-			nb--
-		}
-	}
-	return cut(a, na), cut(b, nb)
+	return [][]token{out}
 }

@@ -1,12 +1,12 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 )
 
 var (
@@ -15,16 +15,20 @@ var (
 	ErrUnsupported = errors.New("tokenizer: not supported")
 	// ErrFormat reports a tokenizer.json that does not parse.
 	ErrFormat = errors.New("tokenizer: bad tokenizer.json")
+	// ErrEncode reports a text the tokenizer cannot encode as the Rust
+	// tokenizers would (they fail on it too).
+	ErrEncode = errors.New("tokenizer: cannot encode")
 )
 
 // Tokenizer encodes text as a tokenizer.json says. It is safe for
 // concurrent use.
 type Tokenizer struct {
-	added      []addedToken // longest first
+	added      *addedVocab
 	normalizer normalizer
-	pre        preTokenizer
+	pre        preTokenizer // nil: the text is one piece
 	model      model
 	post       postProcessor
+	decoder    decoder
 	truncation *Truncation
 }
 
@@ -35,27 +39,21 @@ type normalizer interface {
 
 // preTokenizer splits normalized text into the pieces a model tokenizes.
 type preTokenizer interface {
-	split(n *normalized) []*normalized
+	split(n *normalized) ([]*normalized, error)
 }
 
 // model tokenizes one piece.
 type model interface {
-	tokenize(piece *normalized, out []token) []token
+	tokenize(piece *normalized, out []token) ([]token, error)
 	vocabSize() int
+	id(token string) (int, bool)
+	token(id int) (string, bool)
 }
 
 // postProcessor lays a sequence (or a pair) out with special tokens.
 type postProcessor interface {
 	added(pair bool) int
-	apply(a, b []token, pair bool) []token
-}
-
-// Truncation is a tokenizer.json's truncation.
-type Truncation struct {
-	MaxLength int    `json:"max_length"`
-	Strategy  string `json:"strategy"`  // LongestFirst, OnlyFirst, OnlySecond
-	Direction string `json:"direction"` // Right, Left
-	Stride    int    `json:"stride"`
+	process(seqs [][]token) [][]token
 }
 
 // Encoding is one encoded text (or pair).
@@ -70,17 +68,6 @@ type Encoding struct {
 	Tokens  []string
 	// SpecialTokensMask is 1 for the tokens the post-processor added.
 	SpecialTokensMask []int64
-}
-
-type addedToken struct {
-	ID         int    `json:"id"`
-	Content    string `json:"content"`
-	SingleWord bool   `json:"single_word"`
-	LStrip     bool   `json:"lstrip"`
-	RStrip     bool   `json:"rstrip"`
-	Normalized bool   `json:"normalized"`
-	Special    bool   `json:"special"`
-	runes      []rune
 }
 
 // typed is a component of tokenizer.json: its type, and the rest.
@@ -117,6 +104,13 @@ func LoadFile(path string) (*Tokenizer, error) {
 
 // Load reads a tokenizer.json.
 func Load(r io.Reader) (*Tokenizer, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJSON(data); err != nil {
+		return nil, err
+	}
 	var doc struct {
 		Truncation    *Truncation     `json:"truncation"`
 		Padding       json.RawMessage `json:"padding"`
@@ -125,27 +119,23 @@ func Load(r io.Reader) (*Tokenizer, error) {
 		PreTokenizer  *typed          `json:"pre_tokenizer"`
 		Model         *typed          `json:"model"`
 		PostProcessor *typed          `json:"post_processor"`
+		Decoder       *typed          `json:"decoder"`
 	}
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&doc); err != nil {
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	t := &Tokenizer{truncation: doc.Truncation}
-	if tr := t.truncation; tr != nil {
-		if tr.Stride != 0 {
-			return nil, fmt.Errorf("%w: truncation with a stride (overflowing tokens)", ErrUnsupported)
-		}
-		if !slices.Contains([]string{"", "LongestFirst", "OnlyFirst", "OnlySecond"}, tr.Strategy) || !slices.Contains([]string{"", "Right", "Left"}, tr.Direction) {
-			return nil, fmt.Errorf("%w: truncation strategy %q, direction %q", ErrUnsupported, tr.Strategy, tr.Direction)
-		}
+	if doc.Model == nil {
+		return nil, fmt.Errorf("%w: no model", ErrFormat)
 	}
+	t := &Tokenizer{}
 	// Padding is left to the runner (package seq pads each sub-batch).
-	var err error
 	if t.normalizer, err = newNormalizer(doc.Normalizer); err != nil {
 		return nil, err
 	}
-	if t.pre, err = newPreTokenizer(doc.PreTokenizer); err != nil {
-		return nil, err
+	if doc.PreTokenizer != nil {
+		if t.pre, err = newPreTokenizer(doc.PreTokenizer); err != nil {
+			return nil, err
+		}
 	}
 	if t.model, err = newModel(doc.Model); err != nil {
 		return nil, err
@@ -155,108 +145,163 @@ func Load(r io.Reader) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
-	for _, a := range doc.AddedTokens {
-		switch {
-		case a.Normalized && !a.Special:
-			return nil, fmt.Errorf("%w: added token %q matched after normalization", ErrUnsupported, a.Content)
-		case a.SingleWord || a.LStrip || a.RStrip:
-			return nil, fmt.Errorf("%w: added token %q with single_word, lstrip or rstrip", ErrUnsupported, a.Content)
-		case a.Content == "":
-			continue
+	if doc.Decoder != nil {
+		if t.decoder, err = newDecoder(doc.Decoder); err != nil {
+			return nil, err
 		}
-		a.runes = []rune(a.Content)
-		t.added = append(t.added, a)
 	}
-	slices.SortStableFunc(t.added, func(a, b addedToken) int { return len(b.runes) - len(a.runes) })
+	if t.added, err = newAddedVocab(doc.AddedTokens, t.model, t.normalizer); err != nil {
+		return nil, err
+	}
+	if doc.Truncation != nil {
+		if err := t.SetTruncation(doc.Truncation); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
-// Encode encodes one text.
-func (t *Tokenizer) Encode(text string) Encoding {
+// Encode encodes one text. It fails where the Rust tokenizers fail: a
+// character a model without an unknown token cannot encode, a pattern
+// that does not finish, a truncation the special tokens leave no room
+// for.
+func (t *Tokenizer) Encode(text string) (Encoding, error) {
 	return t.encode(text, "", false)
 }
 
 // EncodePair encodes a pair of texts (a question and a passage).
-func (t *Tokenizer) EncodePair(a, b string) Encoding {
+func (t *Tokenizer) EncodePair(a, b string) (Encoding, error) {
 	return t.encode(a, b, true)
 }
 
-func (t *Tokenizer) encode(a, b string, pair bool) Encoding {
-	first := t.tokens(a)
+func (t *Tokenizer) encode(a, b string, pair bool) (Encoding, error) {
+	first, err := t.tokens(a)
+	if err != nil {
+		return Encoding{}, err
+	}
 	var second []token
 	if pair {
-		second = t.tokens(b)
+		if second, err = t.tokens(b); err != nil {
+			return Encoding{}, err
+		}
 	}
 	if t.truncation != nil {
-		first, second = t.truncate(first, second, pair)
+		if first, second, err = t.truncate(first, second, pair); err != nil {
+			return Encoding{}, err
+		}
+	}
+	for i := range second {
+		second[i].typeID = 1
+	}
+	seqs := [][]token{first}
+	if pair {
+		seqs = append(seqs, second)
+	}
+	if t.post != nil {
+		seqs = t.post.process(seqs)
 	}
 	var all []token
-	if t.post != nil {
-		all = t.post.apply(first, second, pair)
-	} else {
-		all = first
-		for i := range second {
-			second[i].typeID = 1
-		}
-		all = append(all, second...)
+	for _, s := range seqs {
+		all = append(all, s...)
 	}
-	e := Encoding{}
-	for _, tk := range all {
-		e.IDs = append(e.IDs, int64(tk.id))
-		e.TypeIDs = append(e.TypeIDs, int64(tk.typeID))
-		e.AttentionMask = append(e.AttentionMask, 1)
-		e.Offsets = append(e.Offsets, tk.offsets)
-		e.Tokens = append(e.Tokens, tk.value)
-		special := int64(0)
+	e := Encoding{
+		IDs:               make([]int64, len(all)),
+		TypeIDs:           make([]int64, len(all)),
+		AttentionMask:     make([]int64, len(all)),
+		Offsets:           make([][2]int, len(all)),
+		Tokens:            make([]string, len(all)),
+		SpecialTokensMask: make([]int64, len(all)),
+	}
+	for i, tk := range all {
+		e.IDs[i], e.TypeIDs[i], e.AttentionMask[i] = int64(tk.id), int64(tk.typeID), 1
+		e.Offsets[i], e.Tokens[i] = tk.offsets, tk.value
 		if tk.special {
-			special = 1
+			e.SpecialTokensMask[i] = 1
 		}
-		e.SpecialTokensMask = append(e.SpecialTokensMask, special)
 	}
-	return e
+	return e, nil
 }
 
 // tokens runs one text through added tokens, normalization,
-// pre-tokenization and the model.
-func (t *Tokenizer) tokens(text string) []token {
+// pre-tokenization and the model, as the Rust tokenizers do: added
+// tokens matched in the raw text are taken out first, the rest is
+// normalized, then added tokens matched in the normalized text.
+func (t *Tokenizer) tokens(text string) ([]token, error) {
 	runes := []rune(text) // each invalid byte is U+FFFD
 	var out []token
-	start := 0
-	flush := func(end int) {
-		if start >= end {
-			return
-		}
-		n := newNormalized(runes[start:end], start)
-		if t.normalizer != nil {
-			t.normalizer.normalize(n)
-		}
-		for _, w := range t.pre.split(n) {
-			out = t.model.tokenize(w, out)
-		}
-	}
-	for i := 0; i < len(runes); {
-		a, ok := t.addedAt(runes, i)
-		if !ok {
-			i++
+	var err error
+	for _, raw := range t.added.split(newNormalized(runes, 0), t.added.raw, nil) {
+		if raw.tok != nil {
+			out = append(out, *raw.tok)
 			continue
 		}
-		flush(i)
-		out = append(out, token{id: a.ID, value: a.Content, offsets: [2]int{i, i + len(a.runes)}})
-		i += len(a.runes)
-		start = i
-	}
-	flush(len(runes))
-	return out
-}
-
-// addedAt returns the longest added token at runes[i:], if one is there.
-func (t *Tokenizer) addedAt(runes []rune, i int) (addedToken, bool) {
-	for _, a := range t.added {
-		if len(a.runes) <= len(runes)-i && slices.Equal(runes[i:i+len(a.runes)], a.runes) {
-			return a, true
+		if t.normalizer != nil {
+			if t.normalizer.normalize(raw.n); raw.n.err != nil {
+				return nil, raw.n.err
+			}
+		}
+		for _, seg := range t.added.split(raw.n, t.added.nrm, nil) {
+			if seg.tok != nil {
+				out = append(out, *seg.tok)
+				continue
+			}
+			if t.pre == nil {
+				if out, err = t.model.tokenize(seg.n, out); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			pieces, err := t.pre.split(seg.n)
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range pieces {
+				if out, err = t.model.tokenize(w, out); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
-	return addedToken{}, false
+	return out, nil
+}
+
+// maxNesting is how deeply the JSON of a tokenizer.json may nest, as
+// serde_json's recursion limit in the Rust tokenizers.
+const maxNesting = 128
+
+// checkJSON refuses what the Rust tokenizers refuse before reading
+// components: anything but one JSON object, and nesting past their
+// limit (which also bounds the cost of nested Sequences here).
+func checkJSON(data []byte) error {
+	depth, inString := 0, false
+	end := -1
+	for i := 0; i < len(data) && end < 0; i++ {
+		c := data[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxNesting {
+				return fmt.Errorf("%w: nested over %d levels deep at byte %d", ErrFormat, maxNesting, i)
+			}
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				end = i + 1
+			}
+		}
+	}
+	first := bytes.TrimLeft(data, " \t\r\n")
+	if len(first) == 0 || first[0] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrFormat)
+	}
+	if end > 0 && len(bytes.TrimSpace(data[end:])) > 0 {
+		return fmt.Errorf("%w: data after the JSON object, at byte %d", ErrFormat, end)
+	}
+	return nil
 }
 
 // typeName is a component's type, or "none".
@@ -265,72 +310,6 @@ func typeName(t *typed) string {
 		return "none"
 	}
 	return t.Type
-}
-
-func newNormalizer(t *typed) (normalizer, error) {
-	switch typeName(t) {
-	case "none":
-		return nil, nil
-	case "BertNormalizer":
-		b := &bertNormalizer{}
-		if err := json.Unmarshal(t.raw, b); err != nil {
-			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
-		}
-		return b, nil
-	case "NFKC":
-		return nfkc{}, nil
-	case "Sequence":
-		return newSequence(t.raw)
-	case "Replace":
-		r := &replaceNormalizer{}
-		if err := json.Unmarshal(t.raw, r); err != nil {
-			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
-		}
-		if err := r.init(); err != nil {
-			return nil, err
-		}
-		return r, nil
-	case "Precompiled":
-		p := &precompiled{}
-		if err := json.Unmarshal(t.raw, p); err != nil {
-			return nil, fmt.Errorf("%w: normalizer: %w", ErrFormat, err)
-		}
-		if err := p.init(); err != nil {
-			return nil, err
-		}
-		return p, nil
-	}
-	return nil, fmt.Errorf("%w: normalizer %q (BertNormalizer, NFKC, Precompiled, Replace and Sequence are)", ErrUnsupported, typeName(t))
-}
-
-func newPreTokenizer(t *typed) (preTokenizer, error) {
-	switch typeName(t) {
-	case "Metaspace":
-		m := &metaspace{Replacement: "▁", Split: true}
-		if err := json.Unmarshal(t.raw, m); err != nil {
-			return nil, fmt.Errorf("%w: pre_tokenizer: %w", ErrFormat, err)
-		}
-		if m.PrependScheme == "" {
-			// Older files say add_prefix_space instead.
-			m.PrependScheme = "always"
-			if m.AddPrefixSpace != nil && !*m.AddPrefixSpace {
-				m.PrependScheme = "never"
-			}
-		}
-		if err := m.init(); err != nil {
-			return nil, err
-		}
-		return m, nil
-	case "BertPreTokenizer":
-		return bertPreTokenizer{}, nil
-	case "ByteLevel":
-		p := &byteLevel{UseRegex: true}
-		if err := json.Unmarshal(t.raw, p); err != nil {
-			return nil, fmt.Errorf("%w: pre_tokenizer: %w", ErrFormat, err)
-		}
-		return p, nil
-	}
-	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer, ByteLevel and Metaspace are)", ErrUnsupported, typeName(t))
 }
 
 func newModel(t *typed) (model, error) {
@@ -353,6 +332,12 @@ func newModel(t *typed) (model, error) {
 			return nil, err
 		}
 		return m, nil
+	case "WordLevel":
+		m := &wordLevel{}
+		if err := json.Unmarshal(t.raw, m); err != nil {
+			return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
+		}
+		return m, nil
 	case "Unigram":
 		m := &unigram{}
 		if err := json.Unmarshal(t.raw, m); err != nil {
@@ -363,5 +348,5 @@ func newModel(t *typed) (model, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("%w: model %q (WordPiece, BPE and Unigram are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: model %q (WordPiece, WordLevel, BPE and Unigram are)", ErrUnsupported, typeName(t))
 }

@@ -32,13 +32,15 @@ func bertJSON(t testing.TB, edit func(map[string]any)) string {
 // A component the package does not implement fails the load, naming it.
 func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 	for want, edit := range map[string]func(map[string]any){
-		`normalizer "NFD"`:           func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFD"} },
-		`pre_tokenizer "Whitespace"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} },
-		`model "WordLevel"`:          func(d map[string]any) { d["model"].(map[string]any)["type"] = "WordLevel" },
-		`post_processor "Sequence"`:  func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Sequence"} },
-		"truncation with a stride":   func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 8, "stride": 2} },
-		`added token "[MASK]" with single_word`: func(d map[string]any) {
-			d["added_tokens"].([]any)[4].(map[string]any)["single_word"] = true
+		`pre_tokenizer "UnicodeScripts"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "UnicodeScripts"} },
+		`model "Bogus"`:                  func(d map[string]any) { d["model"].(map[string]any)["type"] = "Bogus" },
+		`post_processor "Bogus"`:         func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Bogus"} },
+		`decoder "CTC"`:                  func(d map[string]any) { d["decoder"] = map[string]any{"type": "CTC"} },
+		"regular expression": func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(unclosed`}, "behavior": "Isolated", "invert": false}
+		},
+		"empty string pattern": func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"String": ""}, "behavior": "Isolated", "invert": false}
 		},
 	} {
 		_, err := Load(strings.NewReader(bertJSON(t, edit)))
@@ -46,8 +48,17 @@ func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 			t.Errorf("%s: err = %v", want, err)
 		}
 	}
-	if _, err := Load(strings.NewReader(`{"model": `)); !errors.Is(err, ErrFormat) {
-		t.Errorf("truncated JSON: %v", err)
+	for name, doc := range map[string]string{
+		"truncated JSON":         `{"model": `,
+		"null":                   `null`,
+		"data after the object":  bertJSON(t, nil) + ` {}`,
+		"nested 200 deep":        strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200),
+		"a negative max_length":  bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": -1} }),
+		"a stride past the room": bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 4, "stride": 3} }),
+	} {
+		if _, err := Load(strings.NewReader(doc)); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	if _, err := Load(strings.NewReader(bertJSON(t, func(d map[string]any) { d["model"].(map[string]any)["unk_token"] = "<unk>" }))); !errors.Is(err, ErrFormat) {
 		t.Errorf("unk_token not in the vocabulary: %v", err)
@@ -65,10 +76,10 @@ func TestTruncation(t *testing.T) {
 	}
 	full, _ := LoadFile("testdata/bert-uncased.json")
 	long := "the licence grants you the rights described below in full"
-	if e := tok.Encode(long); len(e.IDs) != 8 || !slices.Equal(e.IDs[:7], full.Encode(long).IDs[:7]) || e.Tokens[7] != "[SEP]" {
+	if e := must(t, tok, long); len(e.IDs) != 8 || !slices.Equal(e.IDs[:7], must(t, full, long).IDs[:7]) || e.Tokens[7] != "[SEP]" {
 		t.Fatalf("single: %v %q", e.IDs, e.Tokens)
 	}
-	e := tok.EncodePair(long, "short")
+	e := mustPair(t, tok, long, "short")
 	if len(e.IDs) != 8 || e.TypeIDs[len(e.TypeIDs)-1] != 1 || e.Tokens[len(e.Tokens)-2] != "short" {
 		t.Fatalf("pair: %q %v", e.Tokens, e.TypeIDs)
 	}
@@ -81,8 +92,8 @@ func TestInvalidUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tok.Encode("ab\xffcd \xc3")
-	want := tok.Encode("ab\ufffdcd \ufffd")
+	got := must(t, tok, "ab\xffcd \xc3")
+	want := must(t, tok, "ab\ufffdcd \ufffd")
 	if !slices.Equal(got.IDs, want.IDs) || !slices.Equal(got.Offsets, want.Offsets) {
 		t.Fatalf("%v %v, want %v %v", got.IDs, got.Offsets, want.IDs, want.Offsets)
 	}
@@ -112,8 +123,8 @@ func FuzzEncode(f *testing.F) {
 }
 
 func checkEncoding(t *testing.T, tok *Tokenizer, a, b string) {
-	e := tok.EncodePair(a, b)
-	again := tok.EncodePair(a, b)
+	e := mustPair(t, tok, a, b)
+	again := mustPair(t, tok, a, b)
 	if !slices.Equal(e.IDs, again.IDs) || !slices.Equal(e.Offsets, again.Offsets) {
 		t.Fatal("two encodings differ")
 	}
@@ -138,7 +149,7 @@ func TestLongWord(t *testing.T) {
 			t.Fatal(err)
 		}
 		long := strings.Repeat("licence", 1<<17)
-		e := tok.Encode(long)
+		e := must(t, tok, long)
 		if len(e.IDs) < 3 {
 			t.Fatalf("%s: %d tokens", name, len(e.IDs))
 		}

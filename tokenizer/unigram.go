@@ -28,9 +28,6 @@ type unigram struct {
 const unkPenalty = 10.0
 
 func (u *unigram) init() error {
-	if u.ByteFallback {
-		return fmt.Errorf("%w: Unigram byte_fallback", ErrUnsupported)
-	}
 	u.pieces = make(map[string]int, len(u.Vocab))
 	u.scores = make([]float64, len(u.Vocab))
 	minScore := math.Inf(1)
@@ -59,6 +56,16 @@ func (u *unigram) init() error {
 
 func (u *unigram) vocabSize() int { return len(u.Vocab) }
 
+func (u *unigram) id(token string) (int, bool) { id, ok := u.pieces[token]; return id, ok }
+
+func (u *unigram) token(id int) (string, bool) {
+	if id < 0 || id >= len(u.Vocab) {
+		return "", false
+	}
+	var piece string
+	return piece, json.Unmarshal(u.Vocab[id][0], &piece) == nil
+}
+
 // node is the best path ending at a byte of the piece.
 type node struct {
 	score  float64
@@ -67,7 +74,7 @@ type node struct {
 	hasUnk bool
 }
 
-func (u *unigram) tokenize(word *normalized, out []token) []token {
+func (u *unigram) tokenize(word *normalized, out []token) ([]token, error) {
 	s := string(word.runes)
 	n := len(s)
 	best := make([]node, n+1)
@@ -93,25 +100,31 @@ func (u *unigram) tokenize(word *normalized, out []token) []token {
 		if !single {
 			end := start + size
 			if cand := u.unkScore + here; best[end].start < 0 || cand > best[end].score {
-				unk := -1
-				if u.UnkID != nil {
-					unk = *u.UnkID
+				if u.UnkID == nil {
+					// As there: the unknown character's path is refused
+					// when it is taken, whatever path wins in the end.
+					return nil, fmt.Errorf("%w: Unigram: %q has no piece, and the model has no unk_id", ErrEncode, s[start:end])
 				}
-				best[end] = node{score: cand, start: start, id: unk, hasUnk: true}
+				best[end] = node{score: cand, start: start, id: *u.UnkID, hasUnk: true}
 			}
 		}
 		start += size
 	}
-	// Back from the end: the path's pieces, runs of <unk> fused.
-	type span struct{ start, end, id int }
-	var spans []span
+	// Back from the end: the path's pieces, runs of unk_id fused (the
+	// unknown token's own piece among them, as there).
+	type piece struct {
+		start, end, id int
+		unk            bool
+	}
+	var pieces []piece
 	for end := n; end > 0; end = best[end].start {
 		nd := best[end]
-		if nd.hasUnk && len(spans) > 0 && spans[len(spans)-1].id == nd.id && best[spans[len(spans)-1].end].hasUnk {
-			spans[len(spans)-1].start = nd.start
+		unk := u.UnkID != nil && nd.id == *u.UnkID
+		if unk && len(pieces) > 0 && pieces[len(pieces)-1].unk {
+			pieces[len(pieces)-1].start = nd.start
 			continue
 		}
-		spans = append(spans, span{nd.start, end, nd.id})
+		pieces = append(pieces, piece{nd.start, end, nd.id, unk})
 	}
 	// Byte offsets to runes, to align the pieces to the input.
 	runeAt := make([]int, n+1)
@@ -121,16 +134,38 @@ func (u *unigram) tokenize(word *normalized, out []token) []token {
 		r++
 	}
 	runeAt[n] = r
-	for k := len(spans) - 1; k >= 0; k-- {
-		sp := spans[k]
-		value := s[sp.start:sp.end]
-		id := sp.id
-		if pid, ok := u.pieces[value]; ok {
-			id = pid
+	for k := len(pieces) - 1; k >= 0; k-- {
+		p := pieces[k]
+		value := s[p.start:p.end]
+		offsets := word.span(runeAt[p.start], runeAt[p.end])
+		id, ok := u.pieces[value]
+		if !ok && u.ByteFallback {
+			if bytes, ok := u.byteTokens(value, offsets); ok {
+				out = append(out, bytes...)
+				continue
+			}
 		}
-		out = append(out, token{id: id, value: value, offsets: word.span(runeAt[sp.start], runeAt[sp.end])})
+		if !ok {
+			id = p.id
+		}
+		out = append(out, token{id: id, value: value, offsets: offsets})
 	}
-	return out
+	return out, nil
+}
+
+// byteTokens is byte_fallback: a text with no piece as its bytes'
+// pieces (<0xE6>), each spanning the whole text, if all are there.
+func (u *unigram) byteTokens(value string, offsets [2]int) ([]token, bool) {
+	out := make([]token, 0, len(value))
+	for i := range len(value) {
+		name := fmt.Sprintf("<0x%02X>", value[i])
+		id, ok := u.pieces[name]
+		if !ok {
+			return nil, false
+		}
+		out = append(out, token{id: id, value: name, offsets: offsets})
+	}
+	return out, true
 }
 
 // metaspace is the Metaspace pre-tokenizer: spaces become the
@@ -158,7 +193,7 @@ func (m *metaspace) init() error {
 	return nil
 }
 
-func (m *metaspace) split(n *normalized) []*normalized {
+func (m *metaspace) split(n *normalized) ([]*normalized, error) {
 	for i, r := range n.runes {
 		if r == ' ' {
 			n.runes[i] = m.rep
@@ -170,10 +205,10 @@ func (m *metaspace) split(n *normalized) []*normalized {
 		n.align = append([][2]int{n.align[0]}, n.align...)
 	}
 	if len(n.runes) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !m.Split {
-		return []*normalized{n}
+		return []*normalized{n}, nil
 	}
 	var pieces []*normalized
 	start := 0
@@ -183,7 +218,7 @@ func (m *metaspace) split(n *normalized) []*normalized {
 			start = i
 		}
 	}
-	return append(pieces, n.slice(start, len(n.runes)))
+	return append(pieces, n.slice(start, len(n.runes))), nil
 }
 
 // serdeFloat reads a JSON number as the Rust tokenizers read a score

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -14,6 +15,7 @@ type wordPiece struct {
 	ContinuingSubwordPrefix string         `json:"continuing_subword_prefix"`
 	MaxInputCharsPerWord    int            `json:"max_input_chars_per_word"`
 	unk                     int
+	names                   reverseVocab
 }
 
 func (w *wordPiece) init() error {
@@ -36,11 +38,15 @@ type token struct {
 
 func (w *wordPiece) vocabSize() int { return len(w.Vocab) }
 
+func (w *wordPiece) id(token string) (int, bool) { id, ok := w.Vocab[token]; return id, ok }
+
+func (w *wordPiece) token(id int) (string, bool) { return w.names.get(w.Vocab, id) }
+
 // tokenize appends the pieces of one word.
-func (w *wordPiece) tokenize(word *normalized, out []token) []token {
+func (w *wordPiece) tokenize(word *normalized, out []token) ([]token, error) {
 	s := string(word.runes)
 	if len(word.runes) > w.MaxInputCharsPerWord {
-		return append(out, token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))})
+		return append(out, token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))}), nil
 	}
 	// Byte offsets of each rune, to map a piece back to its runes.
 	runeAt := make([]int, 0, len(s)+1)
@@ -78,9 +84,29 @@ func (w *wordPiece) tokenize(word *normalized, out []token) []token {
 			end -= size
 		}
 		if !found {
-			return append(out[:n], token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))})
+			return append(out[:n], token{id: w.unk, value: w.UnkToken, offsets: word.span(0, len(word.runes))}), nil
 		}
 		start = end
 	}
-	return out
+	return out, nil
+}
+
+// reverseVocab is a vocabulary's ids to tokens, made on first use (to
+// decode).
+type reverseVocab struct {
+	once  sync.Once
+	names map[int]string
+}
+
+func (r *reverseVocab) get(vocab map[string]int, id int) (string, bool) {
+	r.once.Do(func() {
+		r.names = make(map[int]string, len(vocab))
+		for name, i := range vocab {
+			if old, dup := r.names[i]; !dup || name < old {
+				r.names[i] = name
+			}
+		}
+	})
+	name, ok := r.names[id]
+	return name, ok
 }

@@ -68,7 +68,10 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	}
 	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
 	if tok != nil && sq.inModel {
-		opts = append(opts, seq.WithText(sq.text, func(s string) []int64 { return tok.Encode(s).IDs }))
+		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, error) {
+			e, err := tok.Encode(s)
+			return e.IDs, err
+		}))
 	}
 	eng, err := onnx.OpenSequence(path)
 	if err != nil {

@@ -1,0 +1,44 @@
+// Encodes texts with Hugging Face's Rust tokenizers (the npm package
+// `tokenizers`, a native module of the Rust crate), for the tokenizer
+// package's tests against files it did not make (reference_test.go):
+//
+//   node scripts/tokenizer-reference.js NODE_MODULES REQUEST.json
+//
+// REQUEST is {"file": a tokenizer.json, "truncation": null or
+// {max_length, strategy, direction, stride}, "items": [{"text", "pair"?}],
+// "decode": bool}. It prints one JSON line an item: {"ids", "type_ids",
+// "offsets", "decoded"?} or {"error": the message}; a file the crate
+// refuses is one line {"load_error": the message}.
+const fs = require('fs');
+const [modules, requestFile] = process.argv.slice(2);
+const tk = require(modules + '/tokenizers');
+const req = JSON.parse(fs.readFileSync(requestFile, 'utf8'));
+const out = [];
+(async () => {
+  let t;
+  try {
+    t = tk.Tokenizer.fromFile(req.file);
+    if (req.truncation) {
+      const tr = req.truncation;
+      t.setTruncation(tr.max_length, {
+        stride: tr.stride || 0,
+        strategy: { LongestFirst: 'longest_first', OnlyFirst: 'only_first', OnlySecond: 'only_second' }[tr.strategy || 'LongestFirst'],
+        direction: (tr.direction || 'Right').toLowerCase(),
+      });
+    }
+  } catch (e) {
+    process.stdout.write(JSON.stringify({ load_error: String(e && e.message || e) }) + '\n');
+    return;
+  }
+  for (const item of req.items) {
+    try {
+      const e = await t.encode(item.text, item.pair ?? null);
+      const line = { ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets() };
+      if (req.decode) line.decoded = await t.decode(e.getIds(), false);
+      out.push(JSON.stringify(line));
+    } catch (e) {
+      out.push(JSON.stringify({ error: String(e && e.message || e) }));
+    }
+  }
+  process.stdout.write(out.join('\n') + '\n');
+})();
