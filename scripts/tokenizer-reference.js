@@ -4,8 +4,7 @@
 //
 //   node scripts/tokenizer-reference.js NODE_MODULES REQUEST.json
 //
-// REQUEST is {"file": a tokenizer.json, "truncation": null or
-// {max_length, strategy, direction, stride}, "items": [{"text", "pair"?}],
+// REQUEST is {"file": a tokenizer.json, "items": [{"text", "pair"?}],
 // "decode": bool}. It prints one JSON line an item: {"ids", "type_ids",
 // "offsets", "decoded"?} or {"error": the message}; a file the crate
 // refuses is one line {"load_error": the message}.
@@ -18,14 +17,6 @@ const out = [];
   let t;
   try {
     t = tk.Tokenizer.fromFile(req.file);
-    if (req.truncation) {
-      const tr = req.truncation;
-      t.setTruncation(tr.max_length, {
-        stride: tr.stride || 0,
-        strategy: { LongestFirst: 'longest_first', OnlyFirst: 'only_first', OnlySecond: 'only_second' }[tr.strategy || 'LongestFirst'],
-        direction: (tr.direction || 'Right').toLowerCase(),
-      });
-    }
   } catch (e) {
     process.stdout.write(JSON.stringify({ load_error: String(e && e.message || e) }) + '\n');
     return;

@@ -127,21 +127,15 @@ func (t *trie) find(runes []rune, from int) (start, end, id int, ok bool) {
 	return 0, 0, 0, false
 }
 
-// segment is a piece of a text: an added token, or text (tok nil).
-type segment struct {
-	n   *normalized
-	tok *token
-}
-
 // split cuts n at the added tokens t finds, as the crate's find_matches:
 // a single_word token only between non-word characters, lstrip and
 // rstrip taking the white space beside a token into it.
-func (v *addedVocab) split(n *normalized, t *trie, out []segment) []segment {
+func (v *addedVocab) split(n *normalized, t *trie, out []split) []split {
 	if len(n.runes) == 0 {
 		return out
 	}
 	if t == nil {
-		return append(out, segment{n: n})
+		return append(out, split{n: n})
 	}
 	runes := n.runes
 	startOffset := 0
@@ -173,13 +167,13 @@ func (v *addedVocab) split(n *normalized, t *trie, out []segment) []segment {
 			}
 		}
 		if startOffset < start {
-			out = append(out, segment{n: n.slice(startOffset, start)})
+			out = append(out, split{n: n.slice(startOffset, start)})
 		}
-		out = append(out, segment{tok: &token{id: id, value: string(runes[start:stop]), offsets: n.span(start, stop)}})
+		out = append(out, split{tok: &token{id: id, value: string(runes[start:stop]), offsets: n.span(start, stop)}})
 		startOffset = stop
 	}
 	if startOffset < len(runes) {
-		out = append(out, segment{n: n.slice(startOffset, len(runes))})
+		out = append(out, split{n: n.slice(startOffset, len(runes))})
 	}
 	return out
 }

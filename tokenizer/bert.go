@@ -39,7 +39,7 @@ func (b *bertNormalizer) normalize(n *normalized) {
 	if strip {
 		unicodeForm{}.normalize(n)
 		n.transform(func(r rune, out []rune) []rune {
-			if unicode9(r, unicode.Mn) {
+			if unicode8(r, unicode.Mn) {
 				return out
 			}
 			return append(out, r)
@@ -73,15 +73,15 @@ func isControl(r rune) bool {
 	case '\t', '\n', '\r':
 		return false
 	}
-	return unicode.In(r, unicode.Cc, unicode.Co) || unicode9(r, unicode.Cf)
+	return unicode.In(r, unicode.Cc, unicode.Co) || unicode8(r, unicode.Cf)
 }
 
-// unicode9 reports whether r was in category cat in Unicode 9.0, whose
-// tables the Rust tokenizers classify characters with (a character
-// assigned since is in no category there). Categories of characters
-// already assigned do not move.
-func unicode9(r rune, cat *unicode.RangeTable) bool {
-	return unicode.Is(cat, r) && !unicode.Is(newerThan9, r)
+// unicode8 reports whether r was in category cat in Unicode 8.0, whose
+// tables the Rust tokenizers classify characters with (the
+// unicode_categories crate; a character assigned since is in no category
+// there). Categories of characters already assigned do not move.
+func unicode8(r rune, cat *unicode.RangeTable) bool {
+	return unicode.Is(cat, r) && !unicode.Is(newerThan8, r)
 }
 
 // isChinese is the CJK Unified Ideographs blocks the BERT normalizer
@@ -97,12 +97,12 @@ func isChinese(r rune) bool {
 }
 
 // isBertPunctuation is ASCII punctuation (symbols such as $ and + among
-// it) and the Unicode punctuation categories (as of Unicode 9.0).
+// it) and the Unicode punctuation categories (as of Unicode 8.0).
 func isBertPunctuation(r rune) bool {
 	if r < 0x80 {
 		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '`' || r >= '{' && r <= '~'
 	}
-	return unicode9(r, unicode.P)
+	return unicode8(r, unicode.P)
 }
 
 // bertPreTokenizer splits normalized text into words: at white space,

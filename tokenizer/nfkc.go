@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"slices"
+	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -36,6 +37,12 @@ type item struct {
 func decompose(runes []rune, form norm.Form) []item {
 	items := make([]item, 0, len(runes))
 	for _, r := range runes {
+		if unicode.Is(newerThan9, r) {
+			// The crate's tables are Unicode 9.0's: a character assigned
+			// since has no decomposition and combining class 0 there.
+			items = append(items, item{0, change{r, 0}})
+			continue
+		}
 		for k, d := range form.String(string(r)) {
 			delta := 0
 			if k > 0 {
@@ -61,10 +68,11 @@ func decompose(runes []rune, form norm.Form) []item {
 
 func ccc(r rune) uint8 { return norm.NFC.PropertiesString(string(r)).CCC() }
 
-// compose returns the primary composite of a and b, if there is one.
+// compose returns the primary composite of a and b, if there is one in
+// Unicode 9.0.
 func compose(a, b rune) (rune, bool) {
 	c := []rune(norm.NFC.String(string([]rune{a, b})))
-	if len(c) == 1 {
+	if len(c) == 1 && !unicode.Is(newerThan9, c[0]) {
 		return c[0], true
 	}
 	return 0, false

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -62,7 +63,27 @@ func reference(t testing.TB, file string, trunc *Truncation, decode bool, items 
 	if err != nil {
 		testbin.Missing(t, "the Rust tokenizers: %v", err)
 	}
-	req, err := json.Marshal(map[string]any{"file": file, "truncation": trunc, "decode": decode, "items": items})
+	if trunc != nil {
+		// The truncation goes into a copy of the file, as files carry it.
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		tr := *trunc
+		tr.Strategy = cmp.Or(tr.Strategy, "LongestFirst")
+		tr.Direction = cmp.Or(tr.Direction, "Right")
+		doc["truncation"] = tr
+		data, _ = json.Marshal(doc)
+		file = filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := json.Marshal(map[string]any{"file": file, "decode": decode, "items": items})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +135,8 @@ func compare(t *testing.T, tok *Tokenizer, items []textItem, want []refEncoding)
 				pair = fmt.Sprintf(" + %q", *items[i].Pair)
 			}
 			text := items[i].Text
-			if len(text) > 300 {
-				text = text[:300] + "…"
+			if len(text) > 120 {
+				text = text[:120] + "…"
 			}
 			t.Errorf("textItem %d %q%s: "+format, append([]any{i, text, pair}, args...)...)
 		}
@@ -140,7 +161,15 @@ func compare(t *testing.T, tok *Tokenizer, items []textItem, want []refEncoding)
 			continue
 		}
 		if !slices.Equal(got.IDs, w.IDs) || !slices.Equal(got.TypeIDs, w.TypeIDs) || !slices.Equal(got.Offsets, w.Offsets) {
-			report(i, "got\n ids %v\n types %v\n offsets %v\n tokens %q\nwant\n ids %v\n types %v\n offsets %v", got.IDs, got.TypeIDs, got.Offsets, got.Tokens, w.IDs, w.TypeIDs, w.Offsets)
+			k := 0
+			for k < min(len(got.IDs), len(w.IDs)) && got.IDs[k] == w.IDs[k] && got.TypeIDs[k] == w.TypeIDs[k] && got.Offsets[k] == w.Offsets[k] {
+				k++
+			}
+			lo := max(k-2, 0)
+			hi := func(n int) int { return min(k+3, n) }
+			report(i, "from token %d of %d (%d), got ids %v types %v offsets %v tokens %q; want ids %v types %v offsets %v",
+				k, len(w.IDs), len(got.IDs), got.IDs[lo:hi(len(got.IDs))], got.TypeIDs[lo:hi(len(got.IDs))], got.Offsets[lo:hi(len(got.IDs))], got.Tokens[lo:hi(len(got.IDs))],
+				w.IDs[lo:hi(len(w.IDs))], w.TypeIDs[lo:hi(len(w.IDs))], w.Offsets[lo:hi(len(w.IDs))])
 			continue
 		}
 		if w.Decoded != nil {

@@ -33,7 +33,7 @@ func (t *Tokenizer) SetTruncation(tr *Truncation) error {
 	if c.MaxLength < 0 || c.Stride < 0 {
 		return fmt.Errorf("%w: truncation max_length %d, stride %d (neither may be negative)", ErrFormat, c.MaxLength, c.Stride)
 	}
-	if added := t.addedBy(false); c.MaxLength-added < c.Stride {
+	if added := t.addedBy(false); c.Stride > 0 && c.MaxLength-added < c.Stride {
 		return fmt.Errorf("%w: truncation stride %d is not below max_length %d less the %d special tokens", ErrFormat, c.Stride, c.MaxLength, added)
 	}
 	t.truncation = &c
