@@ -4,7 +4,8 @@
 //
 //   node scripts/tokenizer-reference.js NODE_MODULES REQUEST.json
 //
-// REQUEST is {"file": a tokenizer.json, "items": [{"text", "pair"?}],
+// REQUEST is {"file": a tokenizer.json, "items": [{"text" or "b64" (its
+// bytes), "pair"?}],
 // "decode": bool}. It prints one JSON line an item: {"ids", "type_ids",
 // "offsets", "decoded"?} or {"error": the message}; a file the crate
 // refuses is one line {"load_error": the message}.
@@ -23,7 +24,10 @@ const out = [];
   }
   for (const item of req.items) {
     try {
-      const e = await t.encode(item.text, item.pair ?? null);
+      // Bytes (base64) are read as node reads them: each maximal
+      // invalid subpart one U+FFFD.
+      const text = item.b64 !== undefined ? Buffer.from(item.b64, 'base64').toString('utf8') : item.text;
+      const e = await t.encode(text, item.pair ?? null);
       const line = { ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets() };
       if (req.decode) line.decoded = await t.decode(e.getIds(), false);
       out.push(JSON.stringify(line));

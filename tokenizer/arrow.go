@@ -2,7 +2,9 @@ package tokenizer
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,18 +47,30 @@ func text(col arrow.Array, i int) string {
 // list<fixed_size_list<int32>[2]> (characters of the text).
 type Columns struct {
 	IDs, Mask, TypeIDs, Offsets string
+	// Pieces is list<string>: each token's text as the model has it
+	// (Ġworld, ##ing, <0xE6>); Decoded is the ids decoded back to text
+	// by the tokenizer's decoder.
+	Pieces, Decoded string
+}
+
+// row is what a column is appended from: a row's encoding, and its
+// decoded text if asked for.
+type row struct {
+	e       Encoding
+	decoded string
 }
 
 // column is one column Encodings adds: its field and how a row of it is
-// appended from an encoding.
+// appended.
 type column struct {
 	field  arrow.Field
-	append func(b *array.ListBuilder, e Encoding)
+	append func(b array.Builder, r row)
 }
 
 func (c Columns) columns() []column {
-	ints := func(get func(Encoding) []int64) func(*array.ListBuilder, Encoding) {
-		return func(b *array.ListBuilder, e Encoding) {
+	ints := func(get func(Encoding) []int64) func(array.Builder, row) {
+		return func(lb array.Builder, r row) {
+			b, e := lb.(*array.ListBuilder), r.e
 			b.Append(true)
 			vals := b.ValueBuilder().(*array.Int32Builder)
 			for _, v := range get(e) {
@@ -80,7 +94,8 @@ func (c Columns) columns() []column {
 	}
 	if c.Offsets != "" {
 		out = append(out, column{arrow.Field{Name: c.Offsets, Type: arrow.ListOf(arrow.FixedSizeListOfNonNullable(2, arrow.PrimitiveTypes.Int32))},
-			func(b *array.ListBuilder, e Encoding) {
+			func(lb array.Builder, r row) {
+				b, e := lb.(*array.ListBuilder), r.e
 				b.Append(true)
 				pairs := b.ValueBuilder().(*array.FixedSizeListBuilder)
 				vals := pairs.ValueBuilder().(*array.Int32Builder)
@@ -90,6 +105,18 @@ func (c Columns) columns() []column {
 					vals.Append(int32(o[1]))
 				}
 			}})
+	}
+	if c.Pieces != "" {
+		out = append(out, column{arrow.Field{Name: c.Pieces, Type: arrow.ListOf(arrow.BinaryTypes.String)}, func(lb array.Builder, r row) {
+			b := lb.(*array.ListBuilder)
+			b.Append(true)
+			b.ValueBuilder().(*array.StringBuilder).AppendValues(r.e.Tokens, nil)
+		}})
+	}
+	if c.Decoded != "" {
+		out = append(out, column{arrow.Field{Name: c.Decoded, Type: arrow.BinaryTypes.String}, func(b array.Builder, r row) {
+			b.(*array.StringBuilder).Append(r.decoded)
+		}})
 	}
 	return out
 }
@@ -107,13 +134,30 @@ func (c Columns) Fields() []arrow.Field {
 // after the columns of ds) made by encoding the text column of each
 // row, for a sequence model (package seq). A null text is a
 // device.RowError naming the row and the column.
-func Tokens(ds *dataset.Dataset, tok *Tokenizer, textColumn, out string, mem memory.Allocator) (*dataset.Dataset, error) {
-	return Encodings(ds, tok, textColumn, Columns{IDs: out}, mem)
+func Tokens(ds *dataset.Dataset, tok *Tokenizer, textColumn, out string, mem memory.Allocator, opts ...Option) (*dataset.Dataset, error) {
+	return Encodings(ds, tok, textColumn, Columns{IDs: out}, mem, opts...)
+}
+
+// Option sets how Encodings encodes.
+type Option func(*options)
+
+type options struct {
+	workers int
+}
+
+// WithWorkers sets how many goroutines encode a record's rows (the
+// default: GOMAXPROCS). The rows keep their order.
+func WithWorkers(n int) Option {
+	return func(o *options) { o.workers = max(n, 1) }
 }
 
 // Encodings returns ds with the columns cols names, after its own, made
 // by encoding the text column of each row.
-func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Columns, mem memory.Allocator) (*dataset.Dataset, error) {
+func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Columns, mem memory.Allocator, opts ...Option) (*dataset.Dataset, error) {
+	o := options{workers: runtime.GOMAXPROCS(0)}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	in := ds.Schema()
 	idx := in.FieldIndices(textColumn)
 	if len(idx) != 1 {
@@ -136,21 +180,18 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 	}
 	return dataset.Map(ds, schema, func(rec arrow.RecordBatch, first int64) (arrow.RecordBatch, error) {
 		texts := rec.Column(col)
-		builders := make([]*array.ListBuilder, len(added))
+		builders := make([]array.Builder, len(added))
 		for i, c := range added {
-			builders[i] = array.NewBuilder(mem, c.field.Type).(*array.ListBuilder)
+			builders[i] = array.NewBuilder(mem, c.field.Type)
 			defer builders[i].Release()
 		}
-		for i := range int(rec.NumRows()) {
-			if texts.IsNull(i) {
-				return nil, &device.RowError{Row: first + int64(i), Column: textColumn, Err: fmt.Errorf("null text")}
-			}
-			e, err := tok.Encode(text(texts, i))
-			if err != nil {
-				return nil, &device.RowError{Row: first + int64(i), Column: textColumn, Err: err}
-			}
+		rows, err := encodeRows(tok, texts, textColumn, first, o.workers, cols.Decoded != "")
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
 			for k, c := range added {
-				c.append(builders[k], e)
+				c.append(builders[k], r)
 			}
 		}
 		out := slices.Clone(rec.Columns())
@@ -161,4 +202,36 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 		}
 		return array.NewRecordBatch(schema, out, rec.NumRows()), nil
 	}), nil
+}
+
+// encodeRows encodes a text column's rows on workers goroutines, each a
+// run of rows, in order. The first failing row (by row) is the error.
+func encodeRows(tok *Tokenizer, texts arrow.Array, column string, first int64, workers int, decode bool) ([]row, error) {
+	n := texts.Len()
+	rows := make([]row, n)
+	errs := make([]error, n)
+	workers = min(workers, max(n/16, 1))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				if texts.IsNull(i) {
+					errs[i] = fmt.Errorf("null text")
+					continue
+				}
+				r := &rows[i]
+				if r.e, errs[i] = tok.Encode(text(texts, i)); errs[i] == nil && decode {
+					r.decoded, errs[i] = tok.Decode(r.e.IDs, false)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, &device.RowError{Row: first + int64(i), Column: column, Err: err}
+		}
+	}
+	return rows, nil
 }

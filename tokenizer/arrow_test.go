@@ -2,7 +2,9 @@ package tokenizer
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -79,5 +81,49 @@ func TestTokensColumn(t *testing.T) {
 	}
 	if _, err := Tokens(dataset.FromRecords(arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)), tok, "n", "ids", nil); err == nil {
 		t.Fatal("an int64 column was taken as text")
+	}
+}
+
+// Rows encoded on several goroutines come out in order, as on one, and
+// the first bad row (not the first to fail) is the one named.
+func TestEncodeRowsInOrder(t *testing.T) {
+	tok, err := LoadFile("testdata/bert-uncased.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	for i := range 1000 {
+		b.Append(strings.Repeat("word ", i%37) + fmt.Sprint(i))
+	}
+	texts := b.NewArray()
+	defer texts.Release()
+	one, err := encodeRows(tok, texts, "body", 0, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := encodeRows(tok, texts, "body", 0, 7, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range one {
+		if !slices.Equal(one[i].e.IDs, many[i].e.IDs) || !slices.Equal(one[i].e.Offsets, many[i].e.Offsets) || one[i].decoded != many[i].decoded || one[i].decoded == "" {
+			t.Fatalf("row %d differs on 7 goroutines", i)
+		}
+	}
+	for _, s := range []string{"a", "b"} {
+		b.Append(s)
+	}
+	b.AppendNull()
+	b.Append("c")
+	b.AppendNull()
+	bad := b.NewArray()
+	defer bad.Release()
+	_, err = encodeRows(tok, bad, "body", 100, 3, false)
+	var re *device.RowError
+	if !errors.As(err, &re) || re.Row != 102 || re.Column != "body" {
+		t.Fatalf("err = %v, want row 102's null text", err)
 	}
 }

@@ -72,13 +72,12 @@ var charByte = func() map[rune]byte {
 	return m
 }()
 
-// lossy is Rust's String::from_utf8_lossy: each maximal invalid
-// sequence one U+FFFD.
+// lossy is Rust's String::from_utf8_lossy.
 func lossy(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return string(lossyRunes(string(b)))
 }
 
 // byteFallbackDecoder reads runs of <0xAB> tokens as bytes: a run that

@@ -118,6 +118,18 @@ func hostileItems(seed uint64, n int, added []string) []textItem {
 		p := texts[i]
 		items = append(items, textItem{Text: s, Pair: &p})
 	}
+	// Bytes that are not all UTF-8: some flipped, some cut mid-character.
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, s := range texts[:n/10] {
+		b := []byte(s)
+		for range 1 + rng.IntN(3) {
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] ^= byte(1 << rng.IntN(8))
+			}
+		}
+		b = append(b, []byte("\xe2\x82 \xf0\x90\x80\xff")[:rng.IntN(8)]...)
+		items = append(items, textItem{Text: string(b), Bytes: true})
+	}
 	return items
 }
 

@@ -85,7 +85,7 @@ type split struct {
 // tokens matched in the normalized text, then the pre-tokenizer splits
 // what is left.
 func (t *Tokenizer) splits(text string) ([]split, error) {
-	runes := []rune(text) // each invalid byte is U+FFFD
+	runes := lossyRunes(text)
 	var out []split
 	for _, raw := range t.added.split(newNormalized(runes, 0), t.added.raw, nil) {
 		if raw.tok != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,8 +38,17 @@ func realFile(t testing.TB, name string) string {
 
 // textItem is a text (or pair) to encode.
 type textItem struct {
-	Text string  `json:"text"`
-	Pair *string `json:"pair,omitempty"`
+	Text  string  `json:"text"`
+	Pair  *string `json:"pair,omitempty"`
+	Bytes bool    `json:"-"` // Text is bytes, maybe not UTF-8: sent as base64
+}
+
+func (it textItem) MarshalJSON() ([]byte, error) {
+	if it.Bytes {
+		return json.Marshal(map[string]any{"b64": base64.StdEncoding.EncodeToString([]byte(it.Text)), "pair": it.Pair})
+	}
+	type plain textItem
+	return json.Marshal(plain(it))
 }
 
 // refEncoding is what the Rust tokenizers made of an textItem.

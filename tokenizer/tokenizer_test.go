@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -85,15 +86,16 @@ func TestTruncation(t *testing.T) {
 	}
 }
 
-// Bytes that are not UTF-8 are each read as U+FFFD, which clean_text
-// removes; offsets count the characters so read.
+// Bytes that are not UTF-8 are read as U+FFFD, one a maximal invalid
+// subpart, which clean_text removes; offsets count the characters so
+// read.
 func TestInvalidUTF8(t *testing.T) {
 	tok, err := LoadFile("testdata/bert-uncased.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := must(t, tok, "ab\xffcd \xc3")
-	want := must(t, tok, "ab\ufffdcd \ufffd")
+	got := must(t, tok, "ab\xff\xffcd \xe2\x82 \xf0\x90\x80x")
+	want := must(t, tok, "ab\ufffd\ufffdcd \ufffd \ufffdx")
 	if !slices.Equal(got.IDs, want.IDs) || !slices.Equal(got.Offsets, want.Offsets) {
 		t.Fatalf("%v %v, want %v %v", got.IDs, got.Offsets, want.IDs, want.Offsets)
 	}
@@ -157,4 +159,57 @@ func TestLongWord(t *testing.T) {
 			t.Fatalf("%s: the last token ends at %d of %d", name, o[1], len(long))
 		}
 	}
+}
+
+// Hostile files: a clear load error, or a bounded encode.
+func TestHostileFiles(t *testing.T) {
+	split := func(pattern string) func(map[string]any) {
+		return func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"Regex": pattern}, "behavior": "Isolated", "invert": false}
+		}
+	}
+	// A pattern that backtracks without end fails the encoding in
+	// bounded time (Oniguruma stops it too, at ten million steps).
+	tok, err := Load(strings.NewReader(bertJSON(t, split(`(a+)+$`))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := tok.Encode(strings.Repeat("a", 40) + "!"); !errors.Is(err, ErrPattern) {
+		t.Errorf("(a+)+$ on 40 a's: %v", err)
+	}
+	t.Logf("(a+)+$ on 40 a's: an error after %v", time.Since(start).Round(time.Millisecond))
+	// 10,000 nested Sequences: refused before they are read.
+	nested := `{"type": "Lowercase"}`
+	for range 10000 {
+		nested = `{"type": "Sequence", "normalizers": [` + nested + `]}`
+	}
+	start = time.Now()
+	if _, err := Load(strings.NewReader(`{"normalizer": ` + nested + `, "model": {"type": "WordLevel", "vocab": {}, "unk_token": "x"}}`)); !errors.Is(err, ErrFormat) {
+		t.Errorf("10,000 nested Sequences: %v", err)
+	}
+	t.Logf("10,000 nested Sequences: refused in %v", time.Since(start).Round(time.Microsecond))
+	for name, edit := range map[string]func(map[string]any){
+		"a merge of a missing token": func(d map[string]any) {
+			d["model"] = map[string]any{"type": "BPE", "vocab": map[string]any{"a": 0, "b": 1, "ab": 2}, "merges": []any{"a c"}}
+		},
+		"an unk_id past the pieces": func(d map[string]any) {
+			d["model"] = map[string]any{"type": "Unigram", "vocab": []any{[]any{"a", -1.0}}, "unk_id": 5}
+		},
+		"a template's special token without ids": func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "TemplateProcessing", "single": []any{map[string]any{"SpecialToken": map[string]any{"id": "[X]", "type_id": 0}}}, "pair": []any{}, "special_tokens": map[string]any{}}
+		},
+	} {
+		if _, err := Load(strings.NewReader(bertJSON(t, edit))); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// An empty added token is left out, as the crate leaves it out.
+	tok, err = Load(strings.NewReader(bertJSON(t, func(d map[string]any) {
+		d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 1, "content": "", "special": true})
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, tok, "an empty added token")
 }

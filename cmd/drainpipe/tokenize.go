@@ -42,6 +42,7 @@ func tokenizeCommand() *cobra.Command {
 	mask := fs.Bool("mask", false, "also write attention_mask")
 	typeIDs := fs.Bool("type-ids", false, "also write token_type_ids")
 	offsets := fs.Bool("offsets", false, "also write offsets: each token's [start, end) in characters of the text")
+	decode := fs.Bool("decode", false, "also write tokens (each token's piece, as the model has it) and decoded (the ids decoded back to text)")
 	batch := fs.Int("batch-size", 4096, "rows tokenized together")
 	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
 	overwrite := fs.Bool("overwrite", false, "replace an existing output")
@@ -73,6 +74,9 @@ func tokenizeCommand() *cobra.Command {
 		}
 		if *offsets {
 			cols.Offsets = "offsets"
+		}
+		if *decode {
+			cols.Pieces, cols.Decoded = "tokens", "decoded"
 		}
 		if err := in.checkWrites(*overwrite || *resume, [2]string{"--set-aside", in.setAside}); err != nil {
 			return fmt.Errorf("tokenize: %w", err)

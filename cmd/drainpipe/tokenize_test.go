@@ -30,7 +30,7 @@ func TestTokenizeCommand(t *testing.T) {
 	) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
 	out := filepath.Join(dir, "tokens.parquet")
 	stdout, stderr, err := drainpipe("tokenize", "--tokenizer", filepath.Join(folder, "tokenizer.json"), "--input", in, "--text-column", "body",
-		"--keep", "key", "--mask", "--offsets", "--output", out, "--set-aside", filepath.Join(dir, "aside.parquet"), "--quiet")
+		"--keep", "key", "--mask", "--offsets", "--decode", "--output", out, "--set-aside", filepath.Join(dir, "aside.parquet"), "--quiet")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -62,6 +62,8 @@ func TestTokenizeCommand(t *testing.T) {
 		ids := rec.Column(s.FieldIndices("input_ids")[0]).(*array.List)
 		mask := rec.Column(s.FieldIndices("attention_mask")[0]).(*array.List)
 		offsets := rec.Column(s.FieldIndices("offsets")[0]).(*array.List)
+		pieces := rec.Column(s.FieldIndices("tokens")[0]).(*array.List)
+		decoded := rec.Column(s.FieldIndices("decoded")[0]).(*array.String)
 		vals := ids.ListValues().(*array.Int32)
 		for i := range int(rec.NumRows()) {
 			k := keys.Value(i)
@@ -78,6 +80,12 @@ func TestTokenizeCommand(t *testing.T) {
 			}
 			if oa, ob := offsets.ValueOffsets(i); ob-oa != b-a {
 				t.Fatalf("key %d: %d offsets for %d ids", k, ob-oa, b-a)
+			}
+			if pa, pb := pieces.ValueOffsets(i); pb-pa != b-a {
+				t.Fatalf("key %d: %d pieces for %d ids", k, pb-pa, b-a)
+			}
+			if b-a > 2 && decoded.Value(i) == "" {
+				t.Fatalf("key %d: %d ids decode to nothing", k, b-a)
 			}
 			rows++
 		}
