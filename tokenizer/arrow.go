@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -211,18 +212,26 @@ func encodeRows(tok *Tokenizer, texts arrow.Array, column string, first int64, w
 	rows := make([]row, n)
 	errs := make([]error, n)
 	workers = min(workers, max(n/16, 1))
+	// Runs of 32 rows, taken in turn: texts of any lengths share out.
+	const run = 32
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
+	for range workers {
 		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				if texts.IsNull(i) {
-					errs[i] = fmt.Errorf("null text")
-					continue
+			for {
+				lo := int(next.Add(run)) - run
+				if lo >= n {
+					return
 				}
-				r := &rows[i]
-				if r.e, errs[i] = tok.Encode(text(texts, i)); errs[i] == nil && decode {
-					r.decoded, errs[i] = tok.Decode(r.e.IDs, false)
+				for i := lo; i < min(lo+run, n); i++ {
+					if texts.IsNull(i) {
+						errs[i] = fmt.Errorf("null text")
+						continue
+					}
+					r := &rows[i]
+					if r.e, errs[i] = tok.Encode(text(texts, i)); errs[i] == nil && decode {
+						r.decoded, errs[i] = tok.Decode(r.e.IDs, false)
+					}
 				}
 			}
 		})

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -23,7 +22,7 @@ type bpe struct {
 	FuseUnk     bool              `json:"fuse_unk"`
 	ByteFall    bool              `json:"byte_fallback"`
 	IgnoreMerge bool              `json:"ignore_merges"`
-	ranks       map[[2]int]merge
+	ranks       map[uint64]merge  // pairKey(a, b)
 	unk         int
 	names       reverseVocab
 	prefix      string
@@ -65,6 +64,10 @@ func (c *wordCache) put(word string, syms []symbol) {
 
 type merge struct{ rank, id int }
 
+// pairKey is a merge's key: two token ids in one word (a map of
+// uint64 keys takes the fast path).
+func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
 func (b *bpe) init() error {
 	switch {
 	case b.Dropout != nil && *b.Dropout > 0:
@@ -84,7 +87,7 @@ func (b *bpe) init() error {
 	if b.Suffix != nil {
 		b.suffix = *b.Suffix
 	}
-	b.ranks = make(map[[2]int]merge, len(b.Merges))
+	b.ranks = make(map[uint64]merge, len(b.Merges))
 	for rank, raw := range b.Merges {
 		// Merges are pairs, or (older files) strings "a b".
 		var pair []string
@@ -114,7 +117,7 @@ func (b *bpe) init() error {
 			return fmt.Errorf("%w: BPE merge %d %q: a token not in the vocabulary", ErrFormat, rank, pair)
 		}
 		// A pair merged twice takes its last rank, as the crate's map.
-		b.ranks[[2]int{a, c}] = merge{rank, id}
+		b.ranks[pairKey(a, c)] = merge{rank, id}
 	}
 	return nil
 }
@@ -234,17 +237,47 @@ type mergeAt struct{ rank, pos, id int }
 
 type mergeQueue []mergeAt
 
-func (q mergeQueue) Len() int { return len(q) }
-func (q mergeQueue) Less(i, j int) bool {
+func (q mergeQueue) less(i, j int) bool {
 	return q[i].rank < q[j].rank || q[i].rank == q[j].rank && q[i].pos < q[j].pos
 }
-func (q mergeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *mergeQueue) Push(x any)   { *q = append(*q, x.(mergeAt)) }
-func (q *mergeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+// push and pop keep q a binary heap, without container/heap's boxing of
+// each item.
+func (q *mergeQueue) push(m mergeAt) {
+	*q = append(*q, m)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *mergeQueue) pop() mergeAt {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < len(h) && h.less(l, small) {
+			small = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, small) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+	*q = h
+	return top
 }
 
 // merge applies the merges to a piece's symbols, the lowest rank first
@@ -259,26 +292,26 @@ func (b *bpe) merge(syms []symbol) []symbol {
 	if n > 0 {
 		next[n-1] = -1
 	}
-	q := &mergeQueue{}
+	q := make(mergeQueue, 0, n)
 	push := func(i int) {
 		if i < 0 || next[i] < 0 {
 			return
 		}
-		if m, ok := b.ranks[[2]int{syms[i].id, syms[next[i]].id}]; ok {
-			heap.Push(q, mergeAt{m.rank, i, m.id})
+		if m, ok := b.ranks[pairKey(syms[i].id, syms[next[i]].id)]; ok {
+			q.push(mergeAt{m.rank, i, m.id})
 		}
 	}
 	for i := range n {
 		push(i)
 	}
-	for q.Len() > 0 {
-		top := heap.Pop(q).(mergeAt)
+	for len(q) > 0 {
+		top := q.pop()
 		i := top.pos
 		if gone[i] || next[i] < 0 {
 			continue
 		}
 		j := next[i]
-		if m, ok := b.ranks[[2]int{syms[i].id, syms[j].id}]; !ok || m.id != top.id {
+		if m, ok := b.ranks[pairKey(syms[i].id, syms[j].id)]; !ok || m.id != top.id {
 			continue // the pair changed since it was queued
 		}
 		syms[i] = symbol{id: top.id, start: syms[i].start, end: syms[j].end}

@@ -68,6 +68,34 @@ func decompose(runes []rune, form norm.Form) []item {
 
 func ccc(r rune) uint8 { return norm.NFC.PropertiesString(string(r)).CCC() }
 
+// unchanged reports whether the form leaves runes as they are: text of
+// characters that Unicode 9.0 has already (whose normalization has not
+// changed since) already in the form.
+func (f unicodeForm) unchanged(runes []rune) bool {
+	ascii := true
+	for _, r := range runes {
+		if r >= 0x80 {
+			ascii = false
+			if unicode.Is(newerThan9, r) {
+				return false
+			}
+		}
+	}
+	if ascii {
+		return true
+	}
+	form := norm.NFD
+	switch {
+	case f.compat && f.compose:
+		form = norm.NFKC
+	case f.compat:
+		form = norm.NFKD
+	case f.compose:
+		form = norm.NFC
+	}
+	return form.IsNormalString(string(runes))
+}
+
 // compose returns the primary composite of a and b, if there is one in
 // Unicode 9.0.
 func compose(a, b rune) (rune, bool) {
@@ -79,6 +107,9 @@ func compose(a, b rune) (rune, bool) {
 }
 
 func (f unicodeForm) normalize(n *normalized) {
+	if f.unchanged(n.runes) {
+		return
+	}
 	form := norm.NFD
 	if f.compat {
 		form = norm.NFKD

@@ -53,7 +53,11 @@ func (r *roberta) added(pair bool) int {
 }
 
 func (r *roberta) process(seqs [][]token) [][]token {
-	out := []token{r.cls}
+	n := 4
+	for _, seq := range seqs {
+		n += len(seq)
+	}
+	out := append(make([]token, 0, n), r.cls)
 	for i, seq := range seqs {
 		if r.TrimOffsets {
 			trimOffsets(seq, r.AddPrefixSpace)

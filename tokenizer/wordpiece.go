@@ -91,22 +91,45 @@ func (w *wordPiece) tokenize(word *normalized, out []token) ([]token, error) {
 	return out, nil
 }
 
-// reverseVocab is a vocabulary's ids to tokens, made on first use (to
-// decode).
+// reverseVocab is a vocabulary's ids to tokens, made on first use: a
+// slice where the ids are dense (as every real vocabulary's are), a map
+// where they are not.
 type reverseVocab struct {
 	once  sync.Once
+	dense []string
 	names map[int]string
 }
 
 func (r *reverseVocab) get(vocab map[string]int, id int) (string, bool) {
 	r.once.Do(func() {
-		r.names = make(map[int]string, len(vocab))
+		top := -1
+		for _, i := range vocab {
+			top = max(top, i)
+		}
+		if top < 2*len(vocab)+1024 {
+			r.dense = make([]string, top+1)
+		} else {
+			r.names = make(map[int]string, len(vocab))
+		}
 		for name, i := range vocab {
-			if old, dup := r.names[i]; !dup || name < old {
+			if i < 0 {
+				continue
+			}
+			if r.dense != nil {
+				if old := r.dense[i]; old == "" || name < old {
+					r.dense[i] = name
+				}
+			} else if old, dup := r.names[i]; !dup || name < old {
 				r.names[i] = name
 			}
 		}
 	})
+	if r.dense != nil {
+		if id < 0 || id >= len(r.dense) || r.dense[id] == "" {
+			return "", false
+		}
+		return r.dense[id], true
+	}
 	name, ok := r.names[id]
 	return name, ok
 }

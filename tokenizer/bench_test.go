@@ -1,0 +1,62 @@
+package tokenizer
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"os"
+	"testing"
+)
+
+// BenchmarkEncode encodes the golden corpus's strings with a
+// tokenizer.json (DRAINPIPE_TOKENIZER names one; the byte-level BPE
+// test file without).
+func BenchmarkEncode(b *testing.B) {
+	file := os.Getenv("DRAINPIPE_TOKENIZER")
+	if file == "" {
+		file = "testdata/bpe-roberta.json"
+	}
+	tok, err := LoadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts, _, _ := golden(b, "bert", "bert-uncased")
+	bytes := 0
+	for _, t := range texts {
+		bytes += len(*t)
+	}
+	b.SetBytes(int64(bytes))
+	for b.Loop() {
+		for _, t := range texts {
+			if _, err := tok.Encode(*t); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkEncodeRows encodes the corpus as a text column on 1 and 2
+// goroutines.
+func BenchmarkEncodeRows(b *testing.B) {
+	tok, err := LoadFile("testdata/bpe-roberta.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts, _, _ := golden(b, "bert", "bert-uncased")
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	for _, t := range texts {
+		sb.Append(*t)
+	}
+	col := sb.NewArray()
+	defer col.Release()
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := encodeRows(tok, col, "body", 0, w, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
