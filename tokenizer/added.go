@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"math"
 	"unicode"
 )
 
@@ -35,6 +36,9 @@ func newAddedVocab(tokens []addedToken, m model, norm normalizer) (*addedVocab, 
 	v := &addedVocab{byID: map[int]addedToken{}, byText: map[string]int{}, special: map[string]bool{}, decodeAs: map[int]string{}}
 	next := m.vocabSize()
 	for _, a := range tokens {
+		if a.ID < 0 || a.ID > math.MaxUint32 {
+			return nil, fmt.Errorf("%w: added token %q: id %d is not a u32", ErrFormat, a.Content, a.ID)
+		}
 		if a.Content == "" {
 			continue
 		}

@@ -39,7 +39,11 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkEncodeRows encodes the corpus as a text column on 1 and 2
 // goroutines.
 func BenchmarkEncodeRows(b *testing.B) {
-	tok, err := LoadFile("testdata/bpe-roberta.json")
+	file := os.Getenv("DRAINPIPE_TOKENIZER")
+	if file == "" {
+		file = "testdata/bpe-roberta.json"
+	}
+	tok, err := LoadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -69,6 +69,9 @@ type merge struct{ rank, id int }
 func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func (b *bpe) init() error {
+	if err := checkIDs(b.Vocab, "BPE"); err != nil {
+		return err
+	}
 	switch {
 	case b.Dropout != nil && *b.Dropout > 0:
 		return fmt.Errorf("%w: BPE dropout (a random tokenization)", ErrUnsupported)

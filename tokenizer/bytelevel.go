@@ -41,39 +41,55 @@ func (p *byteLevel) split(n *normalized) ([]*normalized, error) {
 		n.runes = append([]rune{' '}, n.runes...)
 		n.align = append([][2]int{n.align[0]}, n.align...)
 	}
-	var pieces []*normalized
-	if p.UseRegex {
-		for i := 0; i < len(n.runes); {
-			end := gpt2Match(n.runes, i)
-			pieces = append(pieces, n.slice(i, end))
-			i = end
-		}
-	} else if len(n.runes) > 0 {
-		pieces = []*normalized{n}
+	if len(n.runes) == 0 {
+		return nil, nil
 	}
-	for i, piece := range pieces {
-		pieces[i] = toBytes(piece)
+	// The whole text to bytes at once; the pieces are slices of it.
+	b, at := toBytes(n)
+	if !p.UseRegex {
+		return []*normalized{b}, nil
+	}
+	var pieces []*normalized
+	for i := 0; i < len(n.runes); {
+		end := gpt2Match(n.runes, i)
+		pieces = append(pieces, b.slice(at[i], at[end]))
+		i = end
 	}
 	return pieces, nil
 }
 
-// toBytes writes a piece's characters as their bytes' characters, each
-// aligned to the character it is a byte of.
-func toBytes(n *normalized) *normalized {
-	out := &normalized{runes: make([]rune, 0, len(n.runes)), align: make([][2]int, 0, len(n.runes))}
+// toBytes writes a text's characters as their bytes' characters, each
+// aligned to the character it is a byte of; at[i] is where character i's
+// bytes start (at[len] the end).
+func toBytes(n *normalized) (out *normalized, at []int) {
+	size := 0
+	for _, r := range n.runes {
+		if l := utf8.RuneLen(r); l > 0 {
+			size += l
+		} else {
+			size += 3 // written as U+FFFD
+		}
+	}
+	out = &normalized{runes: make([]rune, 0, size), align: make([][2]int, 0, size)}
+	at = make([]int, 0, len(n.runes)+1)
 	var buf [utf8.UTFMax]byte
 	for i, r := range n.runes {
+		at = append(at, len(out.runes))
 		for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
 			out.runes = append(out.runes, bytesChar[b])
 			out.align = append(out.align, n.align[i])
 		}
 	}
-	return out
+	return out, append(at, len(out.runes))
 }
 
 func isSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
-func isL(r rune) bool     { return unicode.IsLetter(r) }
-func isN(r rune) bool     { return unicode.IsNumber(r) }
+
+// isL and isN are Oniguruma's \p{L} and \p{N}, of Unicode 16.0.
+func isL(r rune) bool {
+	return r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= 0x80 && unicode.Is(letter16, r)
+}
+func isN(r rune) bool { return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(number16, r) }
 
 // gpt2Match returns the end of GPT-2's pattern's match at i,
 //

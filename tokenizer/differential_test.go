@@ -22,7 +22,7 @@ func hostile(seed uint64, n int, added []string) []string {
 	}
 	spaces := []rune{'\t', '\n', '\v', '\f', '\r', ' ', 0x85, 0xa0, 0x1680, 0x180e, 0x2000, 0x2005, 0x200a, 0x200b, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff}
 	part := func(b *strings.Builder) {
-		switch rng.IntN(12) {
+		switch rng.IntN(13) {
 		case 0: // ASCII words and punctuation
 			for range 1 + rng.IntN(8) {
 				b.WriteRune(pick([2]rune{'a', 'z'}, [2]rune{'A', 'Z'}, [2]rune{'0', '9'}, [2]rune{'!', '/'}, [2]rune{'\'', '\''}))
@@ -77,6 +77,12 @@ func hostile(seed uint64, n int, added []string) []string {
 				a += a
 			}
 			b.WriteString(a)
+		case 11: // what Unicode 15.1 and 16.0 added: letters, digits, marks, cased pairs
+			for range 1 + rng.IntN(4) {
+				b.WriteRune(pick([2]rune{0x2ebf0, 0x2ee5d}, [2]rune{0x10d40, 0x10d8f}, [2]rune{0x105c0, 0x105f3}, [2]rune{0x11380, 0x113e2}, [2]rune{0x11bc0, 0x11bf9},
+					[2]rune{0x16100, 0x16139}, [2]rune{0x16d40, 0x16d79}, [2]rune{0x1e5d0, 0x1e5ff}, [2]rune{0x116d0, 0x116e3}, [2]rune{0x1ccf0, 0x1ccf9},
+					[2]rune{0xa7cb, 0xa7dc}, [2]rune{0x1c89, 0x1c8a}, [2]rune{0x2ffc, 0x2fff}, [2]rune{0x31ef, 0x31ef}))
+			}
 		default: // numbers and apostrophes
 			b.WriteString([]string{"'s", "'S", "'ll", "'LL", "'Re", "'ſ", "12345", "٣٤٥", "１２", "⅔", "x'd", "'", "''"}[rng.IntN(13)])
 		}

@@ -1,50 +1,87 @@
 // Package tokenizer reads a Hugging Face tokenizer.json and encodes text
 // to token ids, type ids, an attention mask and offsets, exactly as
 // Hugging Face's Rust tokenizers do, so a text column goes straight to a
-// sequence model (package seq).
+// sequence model (package seq). Decode turns ids back into text.
 //
 // # What it implements
 //
-// The BERT family: the BertNormalizer (clean_text, handle_chinese_chars,
-// strip_accents null/true/false, lowercase), the BertPreTokenizer, the
-// WordPiece model (continuing_subword_prefix, max_input_chars_per_word,
-// unk_token), TemplateProcessing and BertProcessing post-processors.
-// Byte-level BPE (RoBERTa, GTE, ModernBERT): the ByteLevel pre-tokenizer
-// (GPT-2's pattern, add_prefix_space, use_regex), the BPE model with its
-// merges in both formats ([a, b] pairs and "a b" strings), RobertaProcessing
-// and the ByteLevel post-processor (trim_offsets). Unigram (XLM-R,
-// multilingual E5, T5): the Precompiled normalizer (SentencePiece's
-// charsmap, applied by grapheme cluster as the Rust package applies it)
-// and NFKC, the Metaspace pre-tokenizer
-// (prepend_scheme always, first, never) and the Unigram model's Viterbi
-// path, its scores read as the Rust package reads them. All: added tokens
-// (special tokens such as [MASK] matched in the raw text) and truncation.
-// Normalizers also come in a Sequence, and Replace (a string or a regular
-// expression RE2 can read). A component it does not implement is a load
-// error naming it ([ErrUnsupported]): never a tokenization that differs.
+// The files people download load: BERT and its kin (WordPiece), RoBERTa,
+// GTE and ModernBERT (byte-level BPE), XLM-R, multilingual E5, bge-m3
+// and T5 (Unigram), Qwen2/Qwen3 and their embedding models, Llama 3 and
+// the embedders built on it, Gemma 3 and EmbeddingGemma (BPE with byte
+// fallback). The components:
+//
+//   - normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
+//     Strip, StripAccents, Prepend, Replace, Precompiled (SentencePiece's
+//     charsmap, applied by grapheme cluster), ByteLevel, and Sequence;
+//   - pre-tokenizers: BertPreTokenizer, ByteLevel, Metaspace, Split (a
+//     string or a regular expression; every behaviour; invert),
+//     Whitespace, WhitespaceSplit, Punctuation, Digits,
+//     CharDelimiterSplit, and Sequence;
+//   - models: WordPiece, WordLevel, BPE (merges in both formats,
+//     byte_fallback, ignore_merges, fuse_unk, continuing_subword_prefix,
+//     end_of_word_suffix; a word cache), Unigram (byte_fallback; scores
+//     read as serde_json reads them);
+//   - post-processors: TemplateProcessing, BertProcessing,
+//     RobertaProcessing, ByteLevel, and Sequence;
+//   - decoders: ByteLevel, ByteFallback, Fuse, Strip, Replace,
+//     Metaspace, WordPiece, BPEDecoder, and Sequence;
+//   - added tokens with lstrip, rstrip, single_word, normalized (matched
+//     in the normalized text) and special, matched leftmost-longest in
+//     one pass through a trie, and ids as the crate assigns them;
+//   - truncation (SetTruncation, or the file's): LongestFirst, OnlyFirst,
+//     OnlySecond, either direction, each text tokenized only up to
+//     max_length first as the crate does.
+//
+// A component it does not implement is a load error naming it
+// ([ErrUnsupported]): UnicodeScripts, FixedLength and CTC among them,
+// BPE dropout (random by design), and regular expressions the engine
+// cannot read. Never a tokenization that differs.
+//
+// Split and Replace patterns are Oniguruma's syntax in the Rust
+// tokenizers; here they run on regexp2 (a backtracking engine with
+// lookahead, (?i:…) and \p{…}), except the patterns of GPT-2, Llama 3
+// and Qwen, which hand-written matchers run (regexp2 pays a
+// backtracking stack a character). A match that has not finished after
+// two seconds fails the encoding with [ErrPattern], where Oniguruma
+// stops at ten million steps.
 //
 // # Exactness
 //
-// The golden corpus in testdata was made by the Rust tokenizers (the npm
-// package tokenizers 0.23.2, scripts/tokenizer-golden.js): 4,935 strings
-// — edge cases, prose, seeded random strings, 11 scripts, pairs — each
-// encoded by four WordPiece (one written by hand, with BertProcessing
-// and truncation), three byte-level BPE and four Unigram tokenizers, all
-// but one made by the package's own trainers (two with SentencePiece's
-// nmt_nfkc charsmap, scripts/spm-charsmap.py, one of them with XLM-R's
-// Sequence of Precompiled and Replace). Every id, type id and
-// offset is compared.
+// The tests hold every id, type id and offset (and every decoded text)
+// to the Rust tokenizers (the npm package tokenizers 0.23.2, run by the
+// tests): the golden corpus in testdata (4,935 strings, made by
+// scripts/tokenizer-golden.js, through eleven tokenizers the package's
+// trainers made); the tokenizer.json files of Qwen3, Gemma 3 and Llama 3
+// as npm packages ship them, on the corpus and long documents; seeded
+// hostile strings across every plane (combining marks, ZWJ sequences,
+// controls, every white space, what Unicode 15.1 and 16.0 added,
+// invalid UTF-8); RoBERTa's and XLM-R's added-token settings; and
+// truncation of pairs by every strategy.
 //
-// Characters are classified as the Rust tokenizers classify them: white
-// space by the current Unicode, punctuation, controls and nonspacing marks
-// by Unicode 9.0's categories (the tables of the crate they use; newer.go,
-// made from Unicode's DerivedAge.txt by internal/genage, lists what was
-// assigned since), and unassigned code points are kept, as there.
+// Characters are classified with the tables of the crate's dependencies,
+// each from that version's data: the BERT categories (punctuation,
+// controls, nonspacing marks) are Unicode 8.0's (unicode_categories), the
+// normalization forms Unicode 9.0's (unicode-normalization-alignments:
+// a character assigned since has no decomposition and class 0), and
+// Oniguruma's \p{L} and \p{N}, the regex crate's \w and Rust's
+// is_numeric are Unicode 16.0's (unicode16.go, written by
+// scripts/unicode-tables.mjs; newer.go by internal/genage).
 //
 // Offsets count characters (Unicode code points) of the input, as the
-// Rust package's bindings give them; special tokens have (0, 0). Text that
-// is not valid UTF-8 (which a Rust string cannot be) has each invalid byte
-// read as U+FFFD, which the BERT normalizer's clean_text removes.
+// Rust package's bindings give them; special tokens have (0, 0). Text
+// that is not valid UTF-8 (which a Rust string cannot be) is read as
+// Rust's from_utf8_lossy and node read bytes: each maximal invalid
+// subpart one U+FFFD.
+//
+// Where the crate fails the tokenizer fails: a character a Unigram
+// model without unk_id cannot encode, a WordLevel piece without an
+// unknown token ([ErrEncode]). Where the crate would quietly do
+// otherwise, this package refuses instead: a truncation max_length
+// below the special tokens (the crate's unsigned subtraction wraps and
+// it truncates nothing), a stride the kept tokens leave no room for (it
+// panics), ids past int32 (an id column would wrap them), files nested
+// past serde_json's 128 levels, data after the JSON object.
 package tokenizer
 
 //go:generate sh -c "go run ./internal/genage /usr/share/unicode/DerivedAge.txt > newer.go"

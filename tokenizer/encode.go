@@ -39,9 +39,16 @@ func (t *Tokenizer) encode(a, b string, pair bool) (Encoding, error) {
 	if t.post != nil {
 		seqs = t.post.process(seqs)
 	}
-	var all []token
-	for _, s := range seqs {
-		all = append(all, s...)
+	all := seqs[0]
+	if len(seqs) > 1 {
+		size := 0
+		for _, s := range seqs {
+			size += len(s)
+		}
+		all = make([]token, 0, size)
+		for _, s := range seqs {
+			all = append(all, s...)
+		}
 	}
 	e := Encoding{
 		IDs:               make([]int64, len(all)),
@@ -125,7 +132,7 @@ func (t *Tokenizer) tokens(text string, limit int) ([]token, error) {
 	}
 	left := t.truncation != nil && t.truncation.Direction == "Left"
 	if limit < 0 || !left {
-		var out []token
+		out := make([]token, 0, len(splits)+len(splits)/2+4)
 		for _, s := range splits {
 			if s.tok != nil {
 				out = append(out, *s.tok)

@@ -77,7 +77,7 @@ func (p prepend) normalize(n *normalized) {
 type byteLevelNormalizer struct{}
 
 func (byteLevelNormalizer) normalize(n *normalized) {
-	b := toBytes(n)
+	b, _ := toBytes(n)
 	n.runes, n.align = b.runes, b.align
 }
 

@@ -42,6 +42,12 @@ func (p *precompiled) init() error {
 	if !utf8.Valid(p.normalized) {
 		return fmt.Errorf("%w: Precompiled charsmap: its strings are not UTF-8", ErrFormat)
 	}
+	// A value unit (bit 31) is an offset into the strings.
+	for i, u := range p.units {
+		if u&(1<<31) != 0 && int(u&(1<<31-1)) > len(p.normalized) {
+			return fmt.Errorf("%w: Precompiled charsmap: unit %d points at byte %d of %d bytes of strings", ErrFormat, i, u&(1<<31-1), len(p.normalized))
+		}
+	}
 	return nil
 }
 

@@ -201,14 +201,14 @@ func (whitespacePre) split(n *normalized) ([]*normalized, error) {
 	return out, nil
 }
 
-// isWordChar is the regex crate's \w: alphabetic, marks, decimal
-// digits, connector punctuation and the joiners.
+// isWordChar is the regex crate's \w (Unicode 16.0): alphabetic, marks,
+// decimal digits, connector punctuation and the joiners.
 func isWordChar(r rune) bool {
-	return unicode.In(r, unicode.L, unicode.Nl, unicode.Other_Alphabetic, unicode.M, unicode.Nd, unicode.Pc, unicode.Join_Control)
+	return unicode.In(r, alphabetic16, mark16, decimal16, unicode.Pc, unicode.Join_Control)
 }
 
-// isNumeric is Rust's char::is_numeric: Nd, Nl and No.
-func isNumeric(r rune) bool { return unicode.IsNumber(r) }
+// isNumeric is Rust's char::is_numeric: Nd, Nl and No (Unicode 16.0).
+func isNumeric(r rune) bool { return isN(r) }
 
 // sequencePre applies pre-tokenizers in order, each to the pieces of the
 // one before.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"unicode/utf8"
 )
 
 var (
@@ -169,6 +171,9 @@ const maxNesting = 128
 // components: anything but one JSON object, and nesting past their
 // limit (which also bounds the cost of nested Sequences here).
 func checkJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: not UTF-8", ErrFormat)
+	}
 	depth, inString := 0, false
 	end := -1
 	for i := 0; i < len(data) && end < 0; i++ {
@@ -196,6 +201,17 @@ func checkJSON(data []byte) error {
 	}
 	if end > 0 && len(bytes.TrimSpace(data[end:])) > 0 {
 		return fmt.Errorf("%w: data after the JSON object, at byte %d", ErrFormat, end)
+	}
+	return nil
+}
+
+// checkIDs refuses a vocabulary's ids that are not u32s, as the Rust
+// tokenizers read them (an id column is int32: 2^40 would wrap).
+func checkIDs(vocab map[string]int, what string) error {
+	for tok, id := range vocab {
+		if id < 0 || id > math.MaxInt32 {
+			return fmt.Errorf("%w: %s: the id of %q, %d, is past the ids a column holds (0 to 2^31-1)", ErrFormat, what, tok, id)
+		}
 	}
 	return nil
 }
@@ -233,7 +249,7 @@ func newModel(t *typed) (model, error) {
 		if err := json.Unmarshal(t.raw, m); err != nil {
 			return nil, fmt.Errorf("%w: model: %w", ErrFormat, err)
 		}
-		return m, nil
+		return m, checkIDs(m.Vocab, "WordLevel")
 	case "Unigram":
 		m := &unigram{}
 		if err := json.Unmarshal(t.raw, m); err != nil {

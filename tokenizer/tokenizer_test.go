@@ -1,6 +1,9 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -50,12 +53,16 @@ func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 		}
 	}
 	for name, doc := range map[string]string{
-		"truncated JSON":         `{"model": `,
-		"null":                   `null`,
-		"data after the object":  bertJSON(t, nil) + ` {}`,
-		"nested 200 deep":        strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200),
-		"a negative max_length":  bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": -1} }),
-		"a stride past the room": bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 4, "stride": 3} }),
+		"truncated JSON":              `{"model": `,
+		"null":                        `null`,
+		"data after the object":       bertJSON(t, nil) + ` {}`,
+		"nested 200 deep":             strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200),
+		"a negative max_length":       bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": -1} }),
+		"a stride past the room":      bertJSON(t, func(d map[string]any) { d["truncation"] = map[string]any{"max_length": 4, "stride": 3} }),
+		"max_input_chars_per_word -1": bertJSON(t, func(d map[string]any) { d["model"].(map[string]any)["max_input_chars_per_word"] = -1 }),
+		"an id past int32":            bertJSON(t, func(d map[string]any) { d["model"].(map[string]any)["vocab"].(map[string]any)["the"] = 1 << 40 }),
+		"a negative added id":         bertJSON(t, func(d map[string]any) { d["added_tokens"].([]any)[0].(map[string]any)["id"] = -1 }),
+		"invalid UTF-8":               strings.Replace(bertJSON(t, nil), `"[MASK]"`, "\"[MA\xffSK]\"", 1),
 	} {
 		if _, err := Load(strings.NewReader(doc)); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: %v", name, err)
@@ -203,6 +210,32 @@ func TestHostileFiles(t *testing.T) {
 		if _, err := Load(strings.NewReader(bertJSON(t, edit))); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// A charsmap whose value points past its strings.
+	data, err := os.ReadFile("testdata/unigram-precompiled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	nrm := doc["normalizer"].(map[string]any)
+	cm, err := base64.StdEncoding.DecodeString(nrm["precompiled_charsmap"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(binary.LittleEndian.Uint32(cm))
+	for i := 4; i < 4+size; i += 4 {
+		if u := binary.LittleEndian.Uint32(cm[i:]); u&(1<<31) != 0 {
+			binary.LittleEndian.PutUint32(cm[i:], 1<<31|1<<30)
+			break
+		}
+	}
+	nrm["precompiled_charsmap"] = base64.StdEncoding.EncodeToString(cm)
+	bad, _ := json.Marshal(doc)
+	if _, err := Load(bytes.NewReader(bad)); !errors.Is(err, ErrFormat) {
+		t.Errorf("a charsmap pointing past its strings: %v", err)
 	}
 	// An empty added token is left out, as the crate leaves it out.
 	tok, err = Load(strings.NewReader(bertJSON(t, func(d map[string]any) {

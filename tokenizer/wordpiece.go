@@ -19,6 +19,12 @@ type wordPiece struct {
 }
 
 func (w *wordPiece) init() error {
+	if w.MaxInputCharsPerWord < 0 {
+		return fmt.Errorf("WordPiece: max_input_chars_per_word %d", w.MaxInputCharsPerWord)
+	}
+	if err := checkIDs(w.Vocab, "WordPiece"); err != nil {
+		return err
+	}
 	id, ok := w.Vocab[w.UnkToken]
 	if !ok {
 		return fmt.Errorf("WordPiece: unk_token %q is not in the vocabulary", w.UnkToken)
