@@ -85,17 +85,25 @@ func table(name, version string, ranges [][2]uint64) {
 	}
 	fmt.Printf("\n// %s holds the code points assigned after Unicode %s.\n", name, version)
 	fmt.Printf("var %s = &unicode.RangeTable{\n", name)
-	fmt.Println("\tR16: []unicode.Range16{")
+	var r16, r32 []string
 	for _, r := range merged {
 		if r[0] <= 0xFFFF {
-			fmt.Printf("\t\t{Lo: 0x%04x, Hi: 0x%04x, Stride: 1},\n", r[0], min(r[1], 0xFFFF))
+			r16 = append(r16, fmt.Sprintf("{0x%04x, 0x%04x, 1},", r[0], min(r[1], 0xFFFF)))
 		}
-	}
-	fmt.Println("\t},\n\tR32: []unicode.Range32{")
-	for _, r := range merged {
 		if r[1] > 0xFFFF {
-			fmt.Printf("\t\t{Lo: 0x%x, Hi: 0x%x, Stride: 1},\n", max(r[0], 0x10000), r[1])
+			r32 = append(r32, fmt.Sprintf("{0x%x, 0x%x, 1},", max(r[0], 0x10000), r[1]))
 		}
 	}
+	fmt.Println("\tR16: []unicode.Range16{")
+	rows(r16)
+	fmt.Println("\t},\n\tR32: []unicode.Range32{")
+	rows(r32)
 	fmt.Println("\t},\n}")
+}
+
+// rows prints items four to a line.
+func rows(items []string) {
+	for i := 0; i < len(items); i += 4 {
+		fmt.Println("\t\t" + strings.Join(items[i:min(i+4, len(items))], " "))
+	}
 }
