@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sort"
 	"unicode"
 )
 
@@ -39,7 +40,7 @@ func (b *bertNormalizer) normalize(n *normalized) {
 	if strip {
 		unicodeForm{}.normalize(n)
 		n.transform(func(r rune, out []rune) []rune {
-			if unicode8(r, unicode.Mn) {
+			if unicode.Is(nonspacing8, r) {
 				return out
 			}
 			return append(out, r)
@@ -53,10 +54,20 @@ func (b *bertNormalizer) normalize(n *normalized) {
 // lower is Rust's char::to_lowercase: the simple mapping, and the one
 // unconditional mapping to more than one character (İ → i̇).
 func lower(r rune, out []rune) []rune {
-	if r == 'İ' {
+	switch {
+	case r == 'İ':
 		return append(out, 'i', '\u0307')
+	case r < 0x80:
+		if r >= 'A' && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return append(out, r)
 	}
-	return append(out, unicode.ToLower(r))
+	i := sort.Search(len(lower17), func(i int) bool { return lower17[i][0] >= r })
+	if i < len(lower17) && lower17[i][0] == r {
+		r = lower17[i][1]
+	}
+	return append(out, r)
 }
 
 // isBertWhitespace is tab, newline, carriage return and Unicode white
@@ -73,15 +84,7 @@ func isControl(r rune) bool {
 	case '\t', '\n', '\r':
 		return false
 	}
-	return unicode.In(r, unicode.Cc, unicode.Co) || unicode8(r, unicode.Cf)
-}
-
-// unicode8 reports whether r was in category cat in Unicode 8.0, whose
-// tables the Rust tokenizers classify characters with (the
-// unicode_categories crate; a character assigned since is in no category
-// there). Categories of characters already assigned do not move.
-func unicode8(r rune, cat *unicode.RangeTable) bool {
-	return unicode.Is(cat, r) && !unicode.Is(newerThan8, r)
+	return unicode.In(r, unicode.Cc, unicode.Co) || unicode.Is(format8, r)
 }
 
 // isChinese is the CJK Unified Ideographs blocks the BERT normalizer
@@ -102,7 +105,7 @@ func isBertPunctuation(r rune) bool {
 	if r < 0x80 {
 		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '`' || r >= '{' && r <= '~'
 	}
-	return unicode8(r, unicode.P)
+	return unicode.Is(punctuation8, r)
 }
 
 // bertPreTokenizer splits normalized text into words: at white space,

@@ -46,11 +46,12 @@ func (s strip) normalize(n *normalized) {
 }
 
 // stripAccents is the StripAccents normalizer: combining marks removed
-// (categories Mn, Mc and Me).
+// (categories Mn, Mc and Me, as of Unicode 9.0: the normalization
+// crate's is_combining_mark).
 type stripAccents struct{}
 
 func (stripAccents) normalize(n *normalized) {
-	n.keep(func(_ int, r rune) bool { return !unicode.Is(unicode.M, r) })
+	n.keep(func(_ int, r rune) bool { return !unicode.Is(mark9, r) })
 }
 
 // prepend is the Prepend normalizer: a string put before a text that is

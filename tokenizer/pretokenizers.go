@@ -36,6 +36,8 @@ func newPreTokenizer(t *typed) (preTokenizer, error) {
 		return sequencePre(seq), err
 	case "Whitespace":
 		return whitespacePre{}, nil
+	case "UnicodeScripts":
+		return unicodeScripts{}, nil
 	case "WhitespaceSplit":
 		return charSplit{isSpace, removed}, nil
 	case "Punctuation":
@@ -71,7 +73,7 @@ func newPreTokenizer(t *typed) (preTokenizer, error) {
 		}
 		return charSplit{func(r rune) bool { return r == d }, removed}, nil
 	}
-	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer, ByteLevel, Metaspace, Split, Whitespace, WhitespaceSplit, Punctuation, Digits, CharDelimiterSplit and Sequence are)", ErrUnsupported, t.Type)
+	return nil, fmt.Errorf("%w: pre_tokenizer %q (BertPreTokenizer, ByteLevel, Metaspace, Split, Whitespace, WhitespaceSplit, Punctuation, Digits, CharDelimiterSplit, UnicodeScripts and Sequence are)", ErrUnsupported, t.Type)
 }
 
 // wordLevel is the WordLevel model: a piece is its vocabulary entry, or

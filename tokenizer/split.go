@@ -207,8 +207,8 @@ func isWordChar(r rune) bool {
 	return unicode.In(r, alphabetic16, mark16, decimal16, unicode.Pc, unicode.Join_Control)
 }
 
-// isNumeric is Rust's char::is_numeric: Nd, Nl and No (Unicode 16.0).
-func isNumeric(r rune) bool { return isN(r) }
+// isNumeric is Rust's char::is_numeric: Nd, Nl and No (Unicode 17.0).
+func isNumeric(r rune) bool { return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(numeric17, r) }
 
 // sequencePre applies pre-tokenizers in order, each to the pieces of the
 // one before.

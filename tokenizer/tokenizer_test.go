@@ -36,10 +36,10 @@ func bertJSON(t testing.TB, edit func(map[string]any)) string {
 // A component the package does not implement fails the load, naming it.
 func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 	for want, edit := range map[string]func(map[string]any){
-		`pre_tokenizer "UnicodeScripts"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "UnicodeScripts"} },
-		`model "Bogus"`:                  func(d map[string]any) { d["model"].(map[string]any)["type"] = "Bogus" },
-		`post_processor "Bogus"`:         func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Bogus"} },
-		`decoder "CTC"`:                  func(d map[string]any) { d["decoder"] = map[string]any{"type": "CTC"} },
+		`pre_tokenizer "FixedLength"`: func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "FixedLength", "length": 5} },
+		`model "Bogus"`:               func(d map[string]any) { d["model"].(map[string]any)["type"] = "Bogus" },
+		`post_processor "Bogus"`:      func(d map[string]any) { d["post_processor"] = map[string]any{"type": "Bogus"} },
+		`decoder "CTC"`:               func(d map[string]any) { d["decoder"] = map[string]any{"type": "CTC"} },
 		"regular expression": func(d map[string]any) {
 			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(unclosed`}, "behavior": "Isolated", "invert": false}
 		},
