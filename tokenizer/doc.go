@@ -17,7 +17,7 @@
 //   - pre-tokenizers: BertPreTokenizer, ByteLevel, Metaspace, Split (a
 //     string or a regular expression; every behaviour; invert),
 //     Whitespace, WhitespaceSplit, Punctuation, Digits,
-//     CharDelimiterSplit, and Sequence;
+//     CharDelimiterSplit, UnicodeScripts, and Sequence;
 //   - models: WordPiece, WordLevel, BPE (merges in both formats,
 //     byte_fallback, ignore_merges, fuse_unk, continuing_subword_prefix,
 //     end_of_word_suffix; a word cache), Unigram (byte_fallback; scores
@@ -34,7 +34,7 @@
 //     max_length first as the crate does.
 //
 // A component it does not implement is a load error naming it
-// ([ErrUnsupported]): UnicodeScripts, FixedLength and CTC among them,
+// ([ErrUnsupported]): FixedLength and CTC among them,
 // BPE dropout (random by design), and regular expressions the engine
 // cannot read. Never a tokenization that differs.
 //
@@ -60,14 +60,17 @@
 // truncation of pairs by every strategy.
 //
 // Characters are classified with the tables of the crate's dependencies,
-// each from that version's data: the BERT categories (punctuation,
-// controls, nonspacing marks) are Unicode 8.0's (unicode_categories), the
-// normalization forms Unicode 9.0's (unicode-normalization-alignments:
-// a character assigned since has no decomposition and class 0), and
-// Oniguruma's \p{L} and \p{N}, the regex crate's \w and Rust's
-// is_numeric are Unicode 16.0's (unicode16.go, written by
-// scripts/unicode-tables.mjs; newer.go by internal/genage).
-//
+// each written from that version's data (scripts/unicode-tables.mjs,
+// internal/genage), since categories move between versions: the BERT
+// categories (punctuation, format characters, nonspacing marks) are
+// Unicode 8.0's (unicode_categories); the normalization forms, the marks
+// StripAccents removes and UnicodeScripts' scripts are 9.0's
+// (unicode-normalization-alignments, SentencePiece's script table: a
+// character assigned since has no decomposition and class 0);
+// Oniguruma's \p{L} and \p{N} and the regex crate's \w are 16.0's;
+// Rust's is_numeric and to_lowercase are 17.0's. A test scans every
+// code point in use through each of them.
+
 // Offsets count characters (Unicode code points) of the input, as the
 // Rust package's bindings give them; special tokens have (0, 0). Text
 // that is not valid UTF-8 (which a Rust string cannot be) is read as
