@@ -85,6 +85,10 @@ func newAddedVocab(tokens []addedToken, m model, norm normalizer) (*addedVocab, 
 type trie struct {
 	next  map[trieKey]int32
 	value []int32 // the token id a node completes, or -1
+	// The first characters of the texts: most characters start none,
+	// and are passed without a lookup in the large map.
+	firstASCII [128]bool
+	firstWide  map[rune]bool
 }
 
 type trieKey struct {
@@ -93,6 +97,14 @@ type trieKey struct {
 }
 
 func (t *trie) insert(runes []rune, id int) error {
+	if r := runes[0]; r < 128 {
+		t.firstASCII[r] = true
+	} else {
+		if t.firstWide == nil {
+			t.firstWide = map[rune]bool{}
+		}
+		t.firstWide[r] = true
+	}
 	node := int32(0)
 	for _, r := range runes {
 		child, ok := t.next[trieKey{node, r}]
@@ -113,6 +125,9 @@ func (t *trie) insert(runes []rune, id int) error {
 // find returns the leftmost-longest match in runes[from:].
 func (t *trie) find(runes []rune, from int) (start, end, id int, ok bool) {
 	for i := from; i < len(runes); i++ {
+		if r := runes[i]; r < 128 && !t.firstASCII[r] || r >= 128 && !t.firstWide[r] {
+			continue
+		}
 		node, best := int32(0), -1
 		for j := i; j < len(runes); j++ {
 			child, ok := t.next[trieKey{node, runes[j]}]

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -59,6 +60,31 @@ func BenchmarkEncodeRows(b *testing.B) {
 			for b.Loop() {
 				if _, err := encodeRows(tok, col, "body", 0, w, false); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAddedTokens encodes the corpus with BERT's 5 added tokens and
+// with 6,415 (as Gemma 3's file has): the trie makes them cost alike.
+func BenchmarkAddedTokens(b *testing.B) {
+	texts, _, _ := golden(b, "bert", "bert-uncased")
+	for _, n := range []int{0, 6410} {
+		tok, err := Load(strings.NewReader(bertJSON(b, func(d map[string]any) {
+			for i := range n {
+				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 40000 + i, "content": fmt.Sprintf("<unused%d>", i), "special": true})
+			}
+		})))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprint("added=", len(tok.added.byID)), func(b *testing.B) {
+			for b.Loop() {
+				for _, t := range texts {
+					if _, err := tok.Encode(*t); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		})

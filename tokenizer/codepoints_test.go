@@ -80,3 +80,42 @@ func TestEveryCodePoint(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownDifferences: the strings a differential fuzz found to differ
+// before, each as the Rust tokenizers encode it.
+func TestKnownDifferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs node")
+	}
+	replace := editedFile(t, "bert-uncased", func(d map[string]any) {
+		d["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": `\s+`}, "content": " "},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": `\d`}, "content": "#"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": ""}, "content": "x"},
+		}}
+	})
+	split := editedFile(t, "bert-uncased", func(d map[string]any) {
+		d["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"String": ""}, "behavior": "MergedWithNext", "invert": false},
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\s*`}, "behavior": "Isolated", "invert": false},
+		}}
+		d["decoder"] = map[string]any{"type": "Replace", "pattern": map[string]any{"String": ""}, "content": "|"}
+	})
+	for _, c := range []struct{ file, text string }{
+		{"testdata/bert-uncased.json", "\U0001e945"},
+		{"testdata/unigram-nfkc.json", "\u089f\u0e38"},
+		{"testdata/unigram-nfkc.json", "\ua7f3"},
+		{"testdata/bpe-roberta.json", "\U0002ed54\ub9bf"},
+		{"testdata/unigram-xlmr.json", "＜ｕｎｋ＞日"},
+		{replace, "a\u0085b a\u3000b ٣4 𝟙"},
+		{replace, ""},
+		{split, "ab c\u0301d"},
+	} {
+		tok, err := LoadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := []textItem{{Text: c.text}}
+		compare(t, tok, items, reference(t, c.file, nil, true, items))
+	}
+}

@@ -33,6 +33,10 @@ func (p patternSpec) compile(what string) (pattern, error) {
 	switch {
 	case p.String != nil && p.Regex != nil, p.String == nil && p.Regex == nil:
 		return nil, fmt.Errorf("%w: %s pattern wants one of String and Regex", ErrFormat, what)
+	case p.String != nil && *p.String == "":
+		// The crate escapes a string into a regular expression: an
+		// empty one matches between every two characters.
+		return empty{}, nil
 	case p.String != nil:
 		return literal([]rune(*p.String)), nil
 	}
@@ -63,6 +67,17 @@ func (l literal) find(runes []rune) ([][2]int, error) {
 			continue
 		}
 		i++
+	}
+	return out, nil
+}
+
+// empty is the empty pattern: a match at every character boundary.
+type empty struct{}
+
+func (empty) find(runes []rune) ([][2]int, error) {
+	out := make([][2]int, len(runes)+1)
+	for i := range out {
+		out[i] = [2]int{i, i}
 	}
 	return out, nil
 }

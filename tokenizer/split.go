@@ -144,11 +144,6 @@ func (s *splitPre) init() error {
 	if err != nil {
 		return err
 	}
-	if s.Pattern.String != nil && *s.Pattern.String == "" {
-		// The Rust tokenizers cut the text at as many bytes as it has
-		// characters and drop the rest.
-		return fmt.Errorf("%w: a Split with an empty string pattern", ErrUnsupported)
-	}
 	s.re = re
 	return nil
 }

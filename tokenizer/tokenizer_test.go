@@ -43,9 +43,6 @@ func TestLoadRefusesWhatItDoesNotImplement(t *testing.T) {
 		"regular expression": func(d map[string]any) {
 			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(unclosed`}, "behavior": "Isolated", "invert": false}
 		},
-		"empty string pattern": func(d map[string]any) {
-			d["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"String": ""}, "behavior": "Isolated", "invert": false}
-		},
 	} {
 		_, err := Load(strings.NewReader(bertJSON(t, edit)))
 		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
