@@ -42,7 +42,9 @@
 // tokenizers; here they run on regexp2 (a backtracking engine with
 // lookahead, (?i:…) and \p{…}), except the patterns of GPT-2, Llama 3
 // and Qwen, which hand-written matchers run (regexp2 pays a
-// backtracking stack a character). A match that has not finished after
+// backtracking stack a character; they also read \p{L} and \p{N} as of
+// Unicode 16.0, as Oniguruma does, where regexp2 reads Go's tables, of
+// 15.0). A match that has not finished after
 // two seconds fails the encoding with [ErrPattern], where Oniguruma
 // stops at ten million steps.
 //
