@@ -8,8 +8,8 @@
 //   - tokenizer/unicode9.go: StripAccents' marks (the
 //     unicode-normalization-alignments crate) and the UnicodeScripts
 //     pre-tokenizer's scripts (SentencePiece's table), Unicode 9.0;
-//   - tokenizer/unicode16.go: Oniguruma's \p{L} and \p{N} and the regex
-//     crate's \w, Unicode 16.0;
+//   - tokenizer/unicode16.go, unicode16word.go: Oniguruma's \p{L} and
+//     \p{N} and the regex crate's \w, Unicode 16.0;
 //   - tokenizer/unicode17.go: Rust's char::is_numeric and
 //     char::to_lowercase (its standard library), Unicode 17.0.
 //
@@ -100,9 +100,13 @@ ${rows(spans.map(([lo, hi, s]) => `{${hex(lo)}, ${hex(hi)}, ${s}},`), '\t')}
 }
 `]);
 
+// Oniguruma's classes, and the regex crate's \w (a file each: they are
+// large).
 write('tokenizer/unicode16.go', '16.0.0', [
   table('letter16', 'the letters (L)', '16.0', await load('16.0.0', 'General_Category/Letter')),
   table('number16', 'the numbers (N)', '16.0', await load('16.0.0', 'General_Category/Number')),
+]);
+write('tokenizer/unicode16word.go', '16.0.0', [
   table('decimal16', 'the decimal digits (Nd)', '16.0', await load('16.0.0', 'General_Category/Decimal_Number')),
   table('mark16', 'the marks (M)', '16.0', await load('16.0.0', 'General_Category/Mark')),
   table('alphabetic16', 'the Alphabetic property', '16.0', await load('16.0.0', 'Binary_Property/Alphabetic')),

@@ -14,14 +14,7 @@ import (
 // tokenizer.json (DRAINPIPE_TOKENIZER names one; the byte-level BPE
 // test file without).
 func BenchmarkEncode(b *testing.B) {
-	file := os.Getenv("DRAINPIPE_TOKENIZER")
-	if file == "" {
-		file = "testdata/bpe-roberta.json"
-	}
-	tok, err := LoadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tok := benchTokenizer(b)
 	texts, _, _ := golden(b, "bert", "bert-uncased")
 	bytes := 0
 	for _, t := range texts {
@@ -40,14 +33,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkEncodeRows encodes the corpus as a text column on 1 and 2
 // goroutines.
 func BenchmarkEncodeRows(b *testing.B) {
-	file := os.Getenv("DRAINPIPE_TOKENIZER")
-	if file == "" {
-		file = "testdata/bpe-roberta.json"
-	}
-	tok, err := LoadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tok := benchTokenizer(b)
 	texts, _, _ := golden(b, "bert", "bert-uncased")
 	sb := array.NewStringBuilder(memory.DefaultAllocator)
 	for _, t := range texts {
@@ -89,4 +75,18 @@ func BenchmarkAddedTokens(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchTokenizer loads the tokenizer.json DRAINPIPE_TOKENIZER names, or
+// the byte-level BPE test file.
+func benchTokenizer(b *testing.B) *Tokenizer {
+	file := os.Getenv("DRAINPIPE_TOKENIZER")
+	if file == "" {
+		file = "testdata/bpe-roberta.json"
+	}
+	tok, err := LoadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tok
 }
