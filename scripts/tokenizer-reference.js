@@ -5,8 +5,7 @@
 //   node scripts/tokenizer-reference.js NODE_MODULES REQUEST.json
 //
 // REQUEST is {"file": a tokenizer.json, "items": [{"text" or "b64" (its
-// bytes), "pair"?}],
-// "decode": bool}. It prints one JSON line an item: {"ids", "type_ids",
+// bytes), "pair" or "pair_b64"?}], "decode": bool}. It prints one JSON line an item: {"ids", "type_ids",
 // "offsets", "decoded"?} or {"error": the message}; a file the crate
 // refuses is one line {"load_error": the message}.
 const fs = require('fs');
@@ -26,8 +25,10 @@ const out = [];
     try {
       // Bytes (base64) are read as node reads them: each maximal
       // invalid subpart one U+FFFD.
-      const text = item.b64 !== undefined ? Buffer.from(item.b64, 'base64').toString('utf8') : item.text;
-      const e = await t.encode(text, item.pair ?? null);
+      const read = (b64, text) => (b64 !== undefined ? Buffer.from(b64, 'base64').toString('utf8') : text);
+      const text = read(item.b64, item.text);
+      const pair = read(item.pair_b64, item.pair) ?? null;
+      const e = await t.encode(text, pair);
       const line = { ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets() };
       if (req.decode) line.decoded = await t.decode(e.getIds(), false);
       out.push(JSON.stringify(line));

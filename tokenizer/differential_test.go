@@ -3,11 +3,14 @@ package tokenizer
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // hostile returns n seeded random strings across Unicode: every plane's
@@ -101,14 +104,13 @@ func hostile(seed uint64, n int, added []string) []string {
 	return out
 }
 
-// addedTexts are a tokenizer's added tokens' texts (up to 200).
+// addedTexts are a tokenizer's added tokens' texts (the first 200 by
+// id, so that a seed gives the same strings on every run).
 func addedTexts(tok *Tokenizer) []string {
+	ids := slices.Sorted(maps.Keys(tok.added.byID))
 	var out []string
-	for _, a := range tok.added.byID {
-		if len(out) == 200 {
-			break
-		}
-		out = append(out, a.Content)
+	for _, id := range ids[:min(len(ids), 200)] {
+		out = append(out, tok.added.byID[id].Content)
 	}
 	return out
 }
@@ -117,12 +119,13 @@ func addedTexts(tok *Tokenizer) []string {
 func hostileItems(seed uint64, n int, added []string) []textItem {
 	texts := hostile(seed, n+n/5, added)
 	items := make([]textItem, 0, n+n/5)
+	// A cut added token may end mid-character: such texts go as bytes.
 	for _, s := range texts[:n] {
-		items = append(items, textItem{Text: s})
+		items = append(items, textItem{Text: s, Bytes: !utf8.ValidString(s)})
 	}
 	for i, s := range texts[n:] {
 		p := texts[i]
-		items = append(items, textItem{Text: s, Pair: &p})
+		items = append(items, textItem{Text: s, Pair: &p, Bytes: !utf8.ValidString(s + p)})
 	}
 	// Bytes that are not all UTF-8: some flipped, some cut mid-character.
 	rng := rand.New(rand.NewPCG(seed, 2))

@@ -40,12 +40,19 @@ func realFile(t testing.TB, name string) string {
 type textItem struct {
 	Text  string  `json:"text"`
 	Pair  *string `json:"pair,omitempty"`
-	Bytes bool    `json:"-"` // Text is bytes, maybe not UTF-8: sent as base64
+	Bytes bool    `json:"-"` // Text and Pair are bytes, maybe not UTF-8: sent as base64
 }
 
+// MarshalJSON sends bytes as base64: encoding/json would replace each
+// invalid byte with U+FFFD, where Go's and node's readers replace each
+// maximal invalid subpart.
 func (it textItem) MarshalJSON() ([]byte, error) {
 	if it.Bytes {
-		return json.Marshal(map[string]any{"b64": base64.StdEncoding.EncodeToString([]byte(it.Text)), "pair": it.Pair})
+		m := map[string]any{"b64": base64.StdEncoding.EncodeToString([]byte(it.Text))}
+		if it.Pair != nil {
+			m["pair_b64"] = base64.StdEncoding.EncodeToString([]byte(*it.Pair))
+		}
+		return json.Marshal(m)
 	}
 	type plain textItem
 	return json.Marshal(plain(it))
