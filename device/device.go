@@ -30,7 +30,8 @@ type SessionConfig struct {
 	BatchSize int
 	// BatchSizes are the per-replica batch sizes the session may receive,
 	// ascending; the last is BatchSize. Batches smaller than BatchSize come
-	// only when the runner was given allowed batch sizes.
+	// only when the runner was given allowed batch sizes, or to a
+	// ShortBatcher.
 	BatchSizes []int
 	// Replica is this session's index among Replicas sessions.
 	Replica, Replicas int
@@ -161,4 +162,13 @@ type OutputSchemaer interface {
 // configuration the model cannot take before starting a session.
 type BatchSizer interface {
 	BatchSizes() []int
+}
+
+// ShortBatcher is a model whose sessions take a batch of any number of
+// rows up to the batch size, because its device shapes are its own (a
+// sequence model plans each batch into sub-batches of declared shapes).
+// A runner then pads a short batch only to a multiple of the replicas,
+// not to a batch size: padding rows cost memory and are never run.
+type ShortBatcher interface {
+	ShortBatches() bool
 }

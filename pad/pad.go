@@ -3,6 +3,7 @@ package pad
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -90,13 +91,15 @@ func checkType(dt arrow.DataType) error {
 }
 
 // Padder pads records of one schema to one size. It keeps an all-false
-// padding column for full batches, so padding a full batch allocates no
-// column data. A Padder is safe for concurrent use; Release it when done.
+// padding column for full batches, made at the first, so padding a full
+// batch allocates no column data (and a size no batch reaches costs
+// nothing). A Padder is safe for concurrent use; Release it when done.
 type Padder struct {
 	mem    memory.Allocator
 	in     *arrow.Schema
 	out    *arrow.Schema
 	size   int
+	mu     sync.Mutex
 	allOff *array.Boolean // size × false, shared by every full batch
 	seen   atomic.Pointer[arrow.Schema]
 }
@@ -110,7 +113,7 @@ func New(mem memory.Allocator, s *arrow.Schema, size int) (*Padder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Padder{mem: mem, in: s, out: out, size: size, allOff: boolColumn(mem, size, size)}, nil
+	return &Padder{mem: mem, in: s, out: out, size: size}, nil
 }
 
 // checkSchema reports whether s is the Padder's input schema. A schema
@@ -135,6 +138,8 @@ func (p *Padder) Size() int { return p.size }
 
 // Release frees the Padder's shared column.
 func (p *Padder) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.allOff != nil {
 		p.allOff.Release()
 		p.allOff = nil
@@ -180,8 +185,7 @@ func (p *Padder) PadRows(rec arrow.RecordBatch, offset, rows, size int) (arrow.R
 	}
 	if rows == size {
 		if size == p.size {
-			p.allOff.Retain()
-			cols = append(cols, p.allOff)
+			cols = append(cols, p.fullColumn())
 		} else {
 			cols = append(cols, boolColumn(p.mem, size, size))
 		}
@@ -217,6 +221,17 @@ func extend(mem memory.Allocator, arr arrow.Array, k int) (arrow.Array, error) {
 	zeros := b.NewArray()
 	defer zeros.Release()
 	return array.Concatenate([]arrow.Array{arr, zeros}, mem)
+}
+
+// fullColumn returns the shared padding column of a full batch, retained.
+func (p *Padder) fullColumn() *array.Boolean {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.allOff == nil {
+		p.allOff = boolColumn(p.mem, p.size, p.size)
+	}
+	p.allOff.Retain()
+	return p.allOff
 }
 
 // boolColumn returns a padding column of size rows whose first real rows are false.

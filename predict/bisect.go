@@ -11,8 +11,9 @@ import (
 )
 
 // bisect looks for the rows of a failed batch that fail on their own:
-// it runs each half of the failing rows, padded to an allowed size, and
-// splits halves that fail again, down to single rows, which go to the
+// it sets aside a row a row error names and runs the rest, or runs each
+// half of the failing rows, padded to an allowed size, and splits parts
+// that fail again, down to single rows, which go to the
 // WithSetAside function. It returns the model outputs of the rows that
 // succeeded and those rows, padded to their own count (no padding rows),
 // in input order. If every row fails on its own, the device is failing,
@@ -69,9 +70,11 @@ func failures(fs []failure) []arrow.RecordBatch {
 	return out
 }
 
-// split runs rows (which failed together with err) in two halves,
-// appending what succeeds to ins and outs and single failing rows to
-// failed. A cancelled context ends it.
+// split runs rows (which failed together with err) in parts, appending
+// what succeeds to ins and outs and single failing rows to failed, in row
+// order. A row error that names a row of rows sets that row aside at once
+// and runs the rows before and after it; any other error halves the rows.
+// A cancelled context ends it.
 func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err error, ins, outs *[]arrow.RecordBatch, failed *[]failure) error {
 	n := rows.NumRows()
 	if n == 1 {
@@ -79,9 +82,22 @@ func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err
 		*failed = append(*failed, failure{rows, err})
 		return nil
 	}
-	for _, r := range [][2]int64{{0, n / 2}, {n / 2, n}} {
-		half := rows.NewSlice(r[0], r[1])
+	parts := [][2]int64{{0, n / 2}, {n / 2, n}}
+	named := int64(-1)
+	if re := (*device.RowError)(nil); errors.As(err, &re) && re.Row >= 0 && re.Row < n {
+		named = re.Row
+		parts = [][2]int64{{0, named}, {named, named + 1}, {named + 1, n}}
+	}
+	for _, r := range parts {
 		m := int(r[1] - r[0])
+		switch {
+		case m == 0:
+			continue
+		case r[0] == named:
+			*failed = append(*failed, failure{rows.NewSlice(r[0], r[1]), alone(err)})
+			continue
+		}
+		half := rows.NewSlice(r[0], r[1])
 		rec, padding, perr := s.padder.PadTo(half, s.p.cfg.paddedSize(m))
 		if perr != nil {
 			half.Release()
@@ -106,4 +122,18 @@ func (s *step) split(ctx context.Context, index int, rows arrow.RecordBatch, err
 		}
 	}
 	return nil
+}
+
+// alone restates the row error of a batch as its row's own, row 0 of a
+// one-row record, as if the row had run alone.
+func alone(err error) error {
+	var re *device.RowError
+	errors.As(err, &re)
+	column := ""
+	for e := err; e != nil && column == ""; e = errors.Unwrap(e) {
+		if r, ok := e.(*device.RowError); ok {
+			column = r.Column
+		}
+	}
+	return &device.RowError{Row: 0, Column: column, Err: re.Cause()}
 }

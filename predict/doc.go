@@ -17,6 +17,9 @@
 // and every batch carries the bool column pad.Column ("is_padding"), so the
 // device sees one static shape. The model is told the batch size in
 // [device.SessionConfig] and each batch's padding count in [device.Batch].
+// A model whose device shapes are its own ([device.ShortBatcher], such as
+// a sequence model, whose batch is a window of rows) gets the final batch
+// as it is, padded only to a multiple of the replicas.
 //
 // # The contract
 //

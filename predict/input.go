@@ -86,8 +86,13 @@ func prefetch[T any](ctx context.Context, seq iter.Seq2[T, error], k int, releas
 }
 
 // paddedSize returns the number of rows a batch of rows real rows is padded
-// to: the smallest allowed size that holds it.
+// to: the smallest allowed size that holds it, or for a model that takes
+// short batches (device.ShortBatcher) the smallest multiple of the
+// replicas.
 func (c *config) paddedSize(rows int) int {
+	if c.short {
+		return (rows + c.replicas - 1) / c.replicas * c.replicas
+	}
 	for _, s := range c.batchSizes {
 		if s >= rows {
 			return s

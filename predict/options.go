@@ -18,6 +18,7 @@ type config struct {
 	batchSize   int
 	sizeSet     bool  // batchSize was given
 	batchSizes  []int // allowed sizes, ascending; nil means batchSize only
+	short       bool  // the model takes short batches (device.ShortBatcher)
 	replicas    int
 	prefetch    int
 	mem         memory.Allocator

@@ -68,6 +68,9 @@ func New(model device.Model, opts ...Option) (*Predictor, error) {
 			}
 		}
 	}
+	if sb, ok := model.(device.ShortBatcher); ok && sb.ShortBatches() {
+		c.short = true
+	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}

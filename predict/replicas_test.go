@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/predict"
@@ -308,14 +309,46 @@ func TestSetAsidePoisonRows(t *testing.T) {
 		f.release()
 	}
 	// A batch whose every row fails alone: the device is failing; the run ends.
-	mem := arrowtest.Allocator(t)
-	f := newFixture(t, mem, 40)
-	m := &fakedev.Model{Poison: func(id int64) bool { return id >= 16 && id < 32 }}
-	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(16), predict.WithAllocator(mem),
-		predict.WithSetAside(func(arrow.RecordBatch, error) { t.Error("a row was set aside") }))
-	if _, err := drain(t, p.Predict(t.Context(), f.ds)); !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), "batch 1") {
-		t.Fatalf("every row failing: %v", err)
+	for _, named := range []bool{false, true} {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, 40)
+		m := &fakedev.Model{Poison: func(id int64) bool { return id >= 16 && id < 32 }, NamePoison: named}
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(16), predict.WithAllocator(mem),
+			predict.WithSetAside(func(arrow.RecordBatch, error) { t.Error("a row was set aside") }))
+		// A named row is named by its run's row number; else the batch.
+		where := map[bool]string{false: "batch 1", true: "row 16"}[named]
+		if _, err := drain(t, p.Predict(t.Context(), f.ds)); !errors.Is(err, fakedev.ErrInjected) || !strings.Contains(err.Error(), where) {
+			t.Fatalf("every row failing (named %v): %v", named, err)
+		}
+		f.release()
 	}
+}
+
+// A row error that names its row sends bisection straight to that row:
+// a batch of 64 with one bad row runs three times (the batch, the rows
+// before, the rows after), not down a halving to the row, and the row
+// set aside carries its own error, as row 0 of its one-row record.
+func TestSetAsideNamedRow(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	f := newFixture(t, mem, 64)
+	m := &fakedev.Model{Poison: func(id int64) bool { return id == 40 }, NamePoison: true}
+	var aside []int64
+	p := fakedev.NewPredictor(t, m, predict.WithBatchSize(64), predict.WithAllocator(mem),
+		predict.WithSetAside(func(row arrow.RecordBatch, err error) {
+			var re *device.RowError
+			if !errors.As(err, &re) || re.Row != 0 || re.Column != "id" || !errors.Is(err, fakedev.ErrInjected) {
+				t.Errorf("set aside with %v", err)
+			}
+			aside = append(aside, arrowtest.Int64s(t, "id", row)...)
+		}))
+	ys, err := drain(t, p.Predict(t.Context(), f.ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ys) != 63 || !slices.Equal(aside, []int64{40}) || m.Predicts.Load() != 3 {
+		t.Fatalf("%d predictions, set aside %v, %d device runs; want 63, [40], 3", len(ys), aside, m.Predicts.Load())
+	}
+	f.release()
 }
 
 // With several session groups taking whole batches, a failure arrives in
@@ -365,4 +398,27 @@ func TestSessionsFailInOrderAndCancel(t *testing.T) {
 		}
 		m.AssertLifecycle(t, 4)
 	})
+}
+
+// A model that takes short batches (device.ShortBatcher) gets the final
+// batch with no padding rows, or as few as make it divide among the
+// replicas; the others are full.
+func TestShortBatches(t *testing.T) {
+	for _, c := range []struct{ rows, replicas, padding int }{{100, 1, 0}, {100, 2, 0}, {99, 2, 1}, {97, 4, 3}} {
+		mem := arrowtest.Allocator(t)
+		f := newFixture(t, mem, c.rows)
+		m := &fakedev.Model{TakesShort: true}
+		var st predict.Stats
+		p := fakedev.NewPredictor(t, m, predict.WithBatchSize(16), predict.WithReplicas(c.replicas), predict.WithAllocator(mem),
+			predict.WithStats(func(s predict.Stats) { st = s }))
+		ys, err := drain(t, p.Predict(t.Context(), f.ds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ys) != c.rows || st.PaddedRows != int64(c.padding) {
+			t.Errorf("%d rows on %d replicas: %d predictions, %d padding rows; want %d", c.rows, c.replicas, len(ys), st.PaddedRows, c.padding)
+		}
+		f.release()
+		mem.AssertSize(t, 0)
+	}
 }

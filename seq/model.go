@@ -106,7 +106,13 @@ type Model struct {
 var (
 	_ device.Model          = (*Model)(nil)
 	_ device.OutputSchemaer = (*Model)(nil)
+	_ device.ShortBatcher   = (*Model)(nil)
 )
+
+// ShortBatches reports that a window may have any number of rows
+// (device.ShortBatcher): its device shapes are the sub-batches', so a
+// short window is run as it is, never padded to the window's size.
+func (m *Model) ShortBatches() bool { return true }
 
 // column is one output column: an engine output, pooled or not, or a
 // classifier's label or score.
@@ -354,6 +360,16 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 			}
 			st.Truncated++
 		}
+		// Every row's ids are checked before any sub-batch runs: a bad
+		// row costs its window one run, not the sub-batches before it.
+		if err == nil {
+			err = toks.check(i, m.planner.Length(n), m.vocab)
+		}
+		if err == nil && types != nil {
+			if terr := types.check(i, m.planner.Length(n), 0); terr != nil {
+				return nil, &device.RowError{Row: int64(i), Column: m.typeIDs, Err: terr}
+			}
+		}
 		if err != nil {
 			return nil, &device.RowError{Row: int64(i), Column: m.tokens, Err: err}
 		}
@@ -372,7 +388,7 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	if err != nil {
 		return nil, err
 	}
-	if checkPlans {
+	if checkPlans || m.plan != nil {
 		if err := checkPlan(plan, lengths, m.planner, m.shapes, m.plan == nil); err != nil {
 			return nil, fmt.Errorf("seq: window %d: %w", b.Index, err)
 		}
@@ -383,9 +399,7 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	st.Shapes = map[Shape]int64{}
 	for _, sb := range plan {
 		batch := s.batch(sb.Shape)
-		if err := m.fill(batch, sb, toks, types, lengths); err != nil {
-			return nil, err
-		}
+		m.fill(batch, sb, toks, types, lengths)
 		res, err := s.engine.Run(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("seq: window %d, sub-batch %s: %w", b.Index, sb.Shape, err)
@@ -471,8 +485,9 @@ func (m *Model) span(n, tokens int) (first, count int) {
 	return 0, count
 }
 
-// fill writes a sub-batch's ids, mask, type ids and position ids.
-func (m *Model) fill(b *Batch, sb SubBatch, toks, types *tokenRows, lengths []int) error {
+// fill writes a sub-batch's ids, mask, type ids and position ids, of
+// rows already checked.
+func (m *Model) fill(b *Batch, sb SubBatch, toks, types *tokenRows, lengths []int) {
 	S := sb.Shape.Tokens
 	for k := range sb.Shape.Rows {
 		ids, mask := b.IDs[k*S:(k+1)*S], b.Mask[k*S:(k+1)*S]
@@ -497,16 +512,11 @@ func (m *Model) fill(b *Batch, sb SubBatch, toks, types *tokenRows, lengths []in
 			continue
 		}
 		row := sb.Rows[k]
-		if err := toks.copyRow(row, ids[first:first+n], m.vocab); err != nil {
-			return &device.RowError{Row: int64(row), Column: m.tokens, Err: err}
-		}
+		toks.copyRow(row, ids[first:first+n])
 		if types != nil {
-			if err := types.copyRow(row, typ[first:first+n], 0); err != nil {
-				return &device.RowError{Row: int64(row), Column: m.typeIDs, Err: err}
-			}
+			types.copyRow(row, typ[first:first+n])
 		}
 	}
-	return nil
 }
 
 // outputs holds a window's output values, one slice an engine output,

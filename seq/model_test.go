@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -273,6 +274,47 @@ func TestNullRowFailsWithoutSetAside(t *testing.T) {
 	var re *device.RowError
 	if !errors.As(err, &re) || re.Row != 70 || !errors.Is(err, seq.ErrNullRow) {
 		t.Fatalf("err = %v, want row 70's null list", err)
+	}
+}
+
+// TestBadTokenBeforeAnySubBatch: a window's ids are checked before any
+// of its sub-batches runs, so an id past the vocabulary in the window's
+// longest row fails the window with nothing run.
+func TestBadTokenBeforeAnySubBatch(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 64)
+	long := slices.Repeat([]int64{7}, 400)
+	long[399] = 5000
+	data[40] = long
+	e := &seqtest.Engine{Width: width}
+	m, err := seq.New(e, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}), seq.WithVocab(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, mem, m, data, 64)
+	var re *device.RowError
+	if !errors.As(err, &re) || re.Row != 40 || !errors.Is(err, seq.ErrBadToken) || e.Runs.Load() != 0 {
+		t.Fatalf("err = %v after %d sub-batches, want row 40's bad id after none", err, e.Runs.Load())
+	}
+}
+
+// TestWindowNotPadded: a window shorter than --window runs as it is
+// (seq.Model is a device.ShortBatcher): no padding row is made, even at a
+// window of 2^30 rows.
+func TestWindowNotPadded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, window := range []int{4096, 1 << 30} {
+		var st predict.Stats
+		res, err := run(t, mem, m, rows(t, 300), window, predict.WithStats(func(s predict.Stats) { st = s }))
+		if err != nil || len(res.keys) != 300 || st.PaddedRows != 0 {
+			t.Fatalf("window %d: %d rows, %d padding rows, %v", window, len(res.keys), st.PaddedRows, err)
+		}
 	}
 }
 

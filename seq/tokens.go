@@ -78,9 +78,50 @@ func (t *tokenRows) length(i int) (int, error) {
 	return int(end - start), nil
 }
 
-// copyRow writes the first len(dst) ids of row i into dst, checking
-// them against the vocabulary's size (if not 0).
-func (t *tokenRows) copyRow(i int, dst []int64, vocab int64) error {
+// check checks the first n ids of row i: none null, none negative, none
+// at or past the vocabulary's size (if not 0).
+func (t *tokenRows) check(i, n int, vocab int64) error {
+	start, _ := t.list.ValueOffsets(i)
+	bad := func(j int, id int64) error {
+		return fmt.Errorf("%w: token %d is %d, the vocabulary has %d", ErrBadToken, j, id, vocab)
+	}
+	switch {
+	case t.int64s != nil:
+		for j, id := range t.int64s[start : int(start)+n] {
+			if id < 0 || (vocab > 0 && id >= vocab) {
+				return bad(j, id)
+			}
+		}
+	case t.int32s != nil:
+		for j, v := range t.int32s[start : int(start)+n] {
+			if id := int64(v); id < 0 || (vocab > 0 && id >= vocab) {
+				return bad(j, id)
+			}
+		}
+	default:
+		vals := t.list.ListValues()
+		for j := range n {
+			k := int(start) + j
+			if vals.IsNull(k) {
+				return fmt.Errorf("token %d is null", j)
+			}
+			var id int64
+			switch v := vals.(type) {
+			case *array.Int32:
+				id = int64(v.Value(k))
+			case *array.Int64:
+				id = v.Value(k)
+			}
+			if id < 0 || (vocab > 0 && id >= vocab) {
+				return bad(j, id)
+			}
+		}
+	}
+	return nil
+}
+
+// copyRow writes the first len(dst) ids of row i, checked, into dst.
+func (t *tokenRows) copyRow(i int, dst []int64) {
 	start, _ := t.list.ValueOffsets(i)
 	switch {
 	case t.int64s != nil:
@@ -92,22 +133,12 @@ func (t *tokenRows) copyRow(i int, dst []int64, vocab int64) error {
 	default:
 		vals := t.list.ListValues()
 		for j := range dst {
-			k := int(start) + j
-			if vals.IsNull(k) {
-				return fmt.Errorf("token %d is null", j)
-			}
 			switch v := vals.(type) {
 			case *array.Int32:
-				dst[j] = int64(v.Value(k))
+				dst[j] = int64(v.Value(int(start) + j))
 			case *array.Int64:
-				dst[j] = v.Value(k)
+				dst[j] = v.Value(int(start) + j)
 			}
 		}
 	}
-	for j, id := range dst {
-		if id < 0 || (vocab > 0 && id >= vocab) {
-			return fmt.Errorf("%w: token %d is %d, the vocabulary has %d", ErrBadToken, j, id, vocab)
-		}
-	}
-	return nil
 }

@@ -43,6 +43,12 @@ type Model struct {
 	// Poison, if set, fails every batch holding a real row whose id it
 	// reports true for, as a model fails on a value it cannot take.
 	Poison func(id int64) bool
+	// TakesShort makes the model a device.ShortBatcher: it takes a
+	// batch of any size up to the batch size.
+	TakesShort bool
+	// NamePoison makes the poison failure a device.RowError naming the
+	// row, as a device that checks its rows says.
+	NamePoison bool
 	// Takes, if set, is the time Predict takes on a batch of rows rows:
 	// slept, or with Spin spent on the CPU, as a device on the host's
 	// cores spends it.
@@ -63,7 +69,13 @@ type Seen struct {
 	Index, Rows, Padding, Replica int
 }
 
-var _ device.Model = (*Model)(nil)
+var (
+	_ device.Model        = (*Model)(nil)
+	_ device.ShortBatcher = (*Model)(nil)
+)
+
+// ShortBatches implements device.ShortBatcher: TakesShort.
+func (m *Model) ShortBatches() bool { return m.TakesShort }
 
 // Start implements device.Model.
 func (m *Model) Start(_ context.Context, cfg device.SessionConfig) (device.Session, error) {
@@ -140,11 +152,15 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 		ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
 		for i := range b.Rows() {
 			if m.Poison(ids.Value(i)) {
-				return nil, fmt.Errorf("poison id %d: %w", ids.Value(i), ErrInjected)
+				err := fmt.Errorf("poison id %d: %w", ids.Value(i), ErrInjected)
+				if m.NamePoison {
+					err = &device.RowError{Row: int64(i), Column: "id", Err: err}
+				}
+				return nil, err
 			}
 		}
 	}
-	if !slices.Contains(s.cfg.BatchSizes, rows) {
+	if !slices.Contains(s.cfg.BatchSizes, rows) && (!m.TakesShort || rows > s.cfg.BatchSize) {
 		return nil, fmt.Errorf("fakedev: batch of %d rows, session batch sizes %v", rows, s.cfg.BatchSizes)
 	}
 	ids := b.Record.Column(b.Record.Schema().FieldIndices("id")[0]).(*array.Int64)
