@@ -36,9 +36,17 @@
 // # Outputs
 //
 // Per-row outputs ([batch, H]) become fixed_size_list<float32> columns;
-// per-token outputs ([batch, sequence, H]) are pooled ([Mean] over the
-// mask, [CLS], [Last]; optionally L2-normalised) into an "embedding"
-// column; a "logits" output also gives "probabilities" (its softmax),
-// "class" (the argmax), "score" (its probability) and, with id2label's
-// names given, "label" — the columns eval scores a classifier by.
+// per-token outputs ([batch, sequence, H]) are pooled — [Mean], [CLS],
+// [Last], [Max], [MeanSqrtLen], [WeightedMean], several concatenated
+// ([WithPoolings]) — as sentence-transformers pools a row run alone, then
+// go through the [Module]s after pooling ([Normalize]; package hfmodel's
+// Dense) into an "embedding" column. A classifier's "logits" are read by
+// package head, a stage of its own.
+//
+// # Position ids
+//
+// Tokens count from 0, padding slots included, as BERT's default
+// position ids do; [WithPositionStart] numbers them as RoBERTa's family
+// does (padding_idx + 1 onward, padding slots padding_idx). Left
+// padding counts from a row's first real token.
 package seq

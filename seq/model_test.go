@@ -17,6 +17,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/head"
 	"github.com/drainpipe/drainpipe/internal/seqtest"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"
@@ -90,7 +91,11 @@ func run(t *testing.T, mem memory.Allocator, m *seq.Model, data [][]int64, windo
 			r.Release()
 		}
 	}()
-	p, err := predict.New(m, append([]predict.Option{predict.WithBatchSize(window), predict.WithAllocator(mem), predict.WithPassthrough("key")}, opts...)...)
+	hm, err := head.Wrap(m, head.Head{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := predict.New(hm, append([]predict.Option{predict.WithBatchSize(window), predict.WithAllocator(mem), predict.WithPassthrough("key")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,3 +281,36 @@ func ParseBuckets(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// checkPlan proves a plan: every row in exactly one sub-batch, each
+// sub-batch within its shape, the shape declared (with buckets) and
+// within the budget unless its rows are the fewest a sub-batch has.
+func checkPlan(plan []SubBatch, lengths []int, p Planner, shapes []Shape, budget bool) error {
+	seen := make([]bool, len(lengths))
+	for _, sb := range plan {
+		if len(sb.Rows) == 0 || len(sb.Rows) > sb.Shape.Rows {
+			return fmt.Errorf("sub-batch %s holds %d rows", sb.Shape, len(sb.Rows))
+		}
+		if shapes != nil && !slices.Contains(shapes, sb.Shape) {
+			return fmt.Errorf("sub-batch %s is not a declared shape", sb.Shape)
+		}
+		if budget && sb.Shape.Slots() > p.MaxTokens && sb.Shape.Rows > p.smallest() {
+			return fmt.Errorf("sub-batch %s exceeds the budget of %d tokens", sb.Shape, p.MaxTokens)
+		}
+		for _, r := range sb.Rows {
+			if r < 0 || r >= len(lengths) || seen[r] {
+				return fmt.Errorf("row %d planned twice or out of the window", r)
+			}
+			seen[r] = true
+			if max(p.Length(lengths[r]), 1) > sb.Shape.Tokens {
+				return fmt.Errorf("row %d of %d tokens in a sub-batch of %d", r, lengths[r], sb.Shape.Tokens)
+			}
+		}
+	}
+	for r, ok := range seen {
+		if !ok {
+			return fmt.Errorf("row %d not planned", r)
+		}
+	}
+	return nil
+}

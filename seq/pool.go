@@ -6,99 +6,112 @@ import (
 	"strings"
 )
 
-// Pooling is how a per-token output becomes one vector a row.
+// Pooling is how a per-token output becomes one vector a row, as
+// sentence-transformers' Pooling module makes it of the row run alone
+// (no padding). Several are concatenated ([WithPoolings]).
 type Pooling int
 
 const (
-	// Mean averages the vectors of the row's attended tokens
-	// (sentence-transformers' mean pooling).
+	// Mean averages the vectors of the row's attended tokens.
 	Mean Pooling = iota
-	// CLS takes the first token's vector.
+	// CLS takes the first attended token's vector.
 	CLS
 	// Last takes the last attended token's vector (decoder embeddings).
 	Last
+	// Max takes each dimension's largest value over the attended tokens.
+	Max
+	// MeanSqrtLen is the attended tokens' sum divided by the square root
+	// of their number.
+	MeanSqrtLen
+	// WeightedMean weights the t-th attended token (from 1) by t.
+	WeightedMean
 )
 
-func (p Pooling) String() string {
-	switch p {
-	case CLS:
-		return "cls"
-	case Last:
-		return "last"
-	}
-	return "mean"
-}
+var poolingNames = map[Pooling]string{Mean: "mean", CLS: "cls", Last: "last", Max: "max", MeanSqrtLen: "mean_sqrt_len_tokens", WeightedMean: "weightedmean"}
 
-// ParsePooling reads "mean", "cls" or "last".
+func (p Pooling) String() string { return poolingNames[p] }
+
+// ParsePooling reads a pooling by its name: mean, cls, last (or
+// lasttoken), max, mean_sqrt_len_tokens or weightedmean, as
+// sentence-transformers' pooling_mode names them.
 func ParsePooling(s string) (Pooling, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "mean":
-		return Mean, nil
-	case "cls":
-		return CLS, nil
-	case "last", "lasttoken":
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "lasttoken" {
 		return Last, nil
 	}
-	return 0, fmt.Errorf("seq: pooling %q: want mean, cls or last", s)
+	for p, name := range poolingNames {
+		if name == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("seq: pooling %q: want mean, cls, last, max, mean_sqrt_len_tokens or weightedmean", s)
 }
 
 // pool writes into dst (width values) the pooling of one row's token
 // vectors hidden (tokens × width values) over the attended tokens
-// [first, first+n) of it.
-func (p Pooling) pool(dst, hidden []float32, width, first, n int) {
+// [first, first+n) of it; sum is scratch of width values. Sums are
+// taken in float64: a long row loses nothing to the order of additions.
+func (p Pooling) pool(dst, hidden []float32, width, first, n int, sum []float64) {
+	row := func(t int) []float32 { return hidden[t*width : (t+1)*width] }
 	switch p {
 	case CLS:
-		copy(dst, hidden[first*width:(first+1)*width])
+		copy(dst, row(first))
+		return
 	case Last:
-		last := first + n - 1
-		copy(dst, hidden[last*width:(last+1)*width])
-	default:
-		// Summed in float64: the mean of long rows loses nothing to the
-		// order of additions.
-		sum := make([]float64, width)
-		for t := first; t < first+n; t++ {
-			for j, v := range hidden[t*width : (t+1)*width] {
-				sum[j] += float64(v)
+		copy(dst, row(first+n-1))
+		return
+	case Max:
+		copy(dst, row(first))
+		for t := first + 1; t < first+n; t++ {
+			for j, v := range row(t) {
+				dst[j] = max(dst[j], v)
 			}
 		}
-		for j := range dst {
-			dst[j] = float32(sum[j] / float64(n))
-		}
-	}
-}
-
-// normalize scales v to unit L2 norm (a zero vector stays zero).
-func normalize(v []float32) {
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
-	if ss == 0 {
 		return
 	}
-	inv := 1 / math.Sqrt(ss)
-	for i, x := range v {
-		v[i] = float32(float64(x) * inv)
+	clear(sum)
+	var weights float64
+	for t := range n {
+		w := 1.0
+		if p == WeightedMean {
+			w = float64(t + 1)
+		}
+		weights += w
+		for j, v := range row(first + t) {
+			sum[j] += w * float64(v)
+		}
+	}
+	if p == MeanSqrtLen {
+		weights = math.Sqrt(weights)
+	}
+	for j := range dst {
+		dst[j] = float32(sum[j] / weights)
 	}
 }
 
-// softmax writes the softmax of logits into dst and returns the index
-// of the largest.
-func softmax(dst, logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
+// Module is a step of a sentence-transformers stack after pooling
+// (Dense, Normalize): it maps each row's pooled vector to another.
+type Module interface {
+	// OutWidth returns the width of the module's output for vectors of
+	// width in, or an error if it takes no such vectors.
+	OutWidth(in int) (int, error)
+	// Apply writes into dst (OutWidth values) the output for src.
+	Apply(dst, src []float32)
+}
+
+// Normalize scales vectors to unit L2 norm, as torch's F.normalize does
+// (its norm floored at 1e-12): sentence-transformers' Normalize module.
+type Normalize struct{}
+
+func (Normalize) OutWidth(in int) (int, error) { return in, nil }
+
+func (Normalize) Apply(dst, src []float32) {
+	var ss float64
+	for _, x := range src {
+		ss += float64(x) * float64(x)
 	}
-	var sum float64
-	for i, v := range logits {
-		e := math.Exp(float64(v - logits[best]))
-		dst[i] = float32(e)
-		sum += e
+	inv := 1 / max(math.Sqrt(ss), 1e-12)
+	for i, x := range src {
+		dst[i] = float32(float64(x) * inv)
 	}
-	for i := range dst {
-		dst[i] = float32(float64(dst[i]) / sum)
-	}
-	return best
 }

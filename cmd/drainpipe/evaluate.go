@@ -100,6 +100,7 @@ func evalCommand() *cobra.Command {
 		if err := in.checkWrites(*overwrite, outputs...); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
+		sq.maxMemory = int64(in.maxMemory)
 		m, err := loadModel(*modelPath, in.featureCol, sq)
 		if err != nil {
 			return err

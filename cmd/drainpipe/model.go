@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/storage"
@@ -54,7 +55,7 @@ func loadModel(path, column string, sq *sequenceFlags) (*loadedModel, error) {
 		sq = defaultSequenceFlags()
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		file, err := modelFile(path)
+		file, err := hfmodel.ModelFile(path)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +141,7 @@ func fetchModel(url string) (local string, data []byte, err error) {
 // or a model folder (with model.onnx or onnx/model.onnx).
 func isModelFile(name string) bool {
 	if st, err := os.Stat(name); err == nil && st.IsDir() {
-		_, err := modelFile(name)
+		_, err := hfmodel.ModelFile(name)
 		return err == nil
 	}
 	switch strings.ToLower(filepath.Ext(name)) {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
+	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/seq"
 )
 
@@ -52,17 +54,22 @@ func loadONNX(path, column string, sq *sequenceFlags) (*loadedModel, error) {
 }
 
 // loadSequence opens an ONNX sequence model with the configuration of
-// the Hugging Face folder it sits in, if any.
+// the model folder it sits in, if any.
 func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) {
-	hf, err := readHFFolder(path)
+	folder, err := hfmodel.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
-	opts, desc, err := sq.options(hf)
+	eng, err := onnx.OpenSequence(path)
 	if err != nil {
 		return nil, err
 	}
-	tok, tokDigest, err := sq.loadTokenizer(hf)
+	perToken := slices.ContainsFunc(eng.Outputs(), func(o seq.Output) bool { return o.PerToken })
+	opts, desc, err := sq.options(folder, perToken)
+	if err != nil {
+		return nil, err
+	}
+	tok, tokDigest, err := sq.loadTokenizer(folder)
 	if err != nil {
 		return nil, err
 	}
@@ -73,15 +80,11 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 			return e.IDs, err
 		}))
 	}
-	eng, err := onnx.OpenSequence(path)
+	m, sm, err := folder.Model(eng, opts...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := seq.New(eng, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", path, err)
-	}
 	id := sha256.Sum256([]byte(digest + "\n" + desc))
-	return &loadedModel{model: m, seq: m, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text,
+	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text,
 		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }

@@ -75,6 +75,7 @@ func predictCommand() *cobra.Command {
 		if err := in.checkWrites(*overwrite || *resume, [2]string{"--set-aside", in.setAside}, [2]string{"--stats-json", *statsJSON}); err != nil {
 			return fmt.Errorf("predict: %w", err)
 		}
+		sq.maxMemory = int64(in.maxMemory)
 		m, err := loadModel(*modelPath, in.featureCol, sq)
 		if err != nil {
 			return err

@@ -5,21 +5,16 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/drainpipe/drainpipe/dataset"
+	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/tokenizer"
@@ -39,6 +34,7 @@ type sequenceFlags struct {
 	pooling    string
 	normalize  bool
 	refuseLong bool
+	maxMemory  int64    // --max-memory, which bounds --window
 	names      []string // the flags added
 }
 
@@ -72,160 +68,53 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 	fs.BoolVar(&f.refuseLong, "refuse-long", false, "sequence models: set aside rows longer than the longest length instead of truncating them at their end")
 }
 
-// hfFolder is what drainpipe reads of a Hugging Face model folder (as
-// sentence-transformers and Text Embeddings Inference lay them out).
-type hfFolder struct {
-	model     string // the ONNX file
-	padID     int64
-	vocab     int64    // vocab_size: ids at or past it are row errors
-	labels    []string // id2label, in id order
-	maxLength int      // model_max_length, bounded by max_position_embeddings
-	left      bool     // padding_side left
-	pooling   string   // 1_Pooling's mode, if any
-	normalize bool     // a Normalize module
-	digest    string   // of the configuration files read
-	tokenizer string   // its tokenizer.json, if it has one
-}
+// windowBytes bounds a window by memory: its rows at the model's length,
+// as int64 ids, must fit in --max-memory (or the reader's default).
+const windowBytes = 2 << 30
 
-// modelFile returns the ONNX file of a model folder: onnx/model.onnx or
-// model.onnx.
-func modelFile(dir string) (string, error) {
-	for _, name := range []string{filepath.Join("onnx", "model.onnx"), "model.onnx"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return filepath.Join(dir, name), nil
-		}
-	}
-	return "", fmt.Errorf("model folder %s: no onnx/model.onnx or model.onnx", dir)
-}
-
-// readHFFolder reads the configuration beside an ONNX file: in its
-// folder, or the folder above an onnx/ folder. Missing files leave the
-// defaults; a file that does not parse is an error naming it.
-func readHFFolder(modelPath string) (hfFolder, error) {
-	f := hfFolder{model: modelPath}
-	dir := filepath.Dir(modelPath)
-	if filepath.Base(dir) == "onnx" {
-		dir = filepath.Dir(dir)
-	}
-	h := sha256.New()
-	read := func(name string, v any) (bool, error) {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		io.WriteString(h, name)
-		h.Write(data)
-		if err := json.Unmarshal(data, v); err != nil {
-			return false, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
-		}
-		return true, nil
-	}
-	var config struct {
-		PadTokenID   *int64            `json:"pad_token_id"`
-		ID2Label     map[string]string `json:"id2label"`
-		MaxPositions int               `json:"max_position_embeddings"`
-		VocabSize    int64             `json:"vocab_size"`
-	}
-	if _, err := read("config.json", &config); err != nil {
-		return f, err
-	}
-	f.vocab = config.VocabSize
-	if config.PadTokenID != nil {
-		f.padID = *config.PadTokenID
-	}
-	if len(config.ID2Label) > 0 {
-		ids := make([]int, 0, len(config.ID2Label))
-		for k := range config.ID2Label {
-			id, err := strconv.Atoi(k)
-			if err != nil {
-				return f, fmt.Errorf("config.json: id2label key %q is not a number", k)
-			}
-			ids = append(ids, id)
-		}
-		sort.Ints(ids)
-		for i, id := range ids {
-			if id != i {
-				return f, fmt.Errorf("config.json: id2label has ids %v, want 0 to %d", ids, len(ids)-1)
-			}
-			f.labels = append(f.labels, config.ID2Label[strconv.Itoa(id)])
-		}
-	}
-	var tok struct {
-		MaxLength   float64 `json:"model_max_length"` // some say 1e30: no limit
-		PaddingSide string  `json:"padding_side"`
-	}
-	if _, err := read("tokenizer_config.json", &tok); err != nil {
-		return f, err
-	}
-	f.left = tok.PaddingSide == "left"
-	f.maxLength = config.MaxPositions
-	if tok.MaxLength > 0 && tok.MaxLength < 1<<20 && (f.maxLength == 0 || int(tok.MaxLength) < f.maxLength) {
-		f.maxLength = int(tok.MaxLength)
-	}
-	var pool map[string]any
-	if _, err := read(filepath.Join("1_Pooling", "config.json"), &pool); err != nil {
-		return f, err
-	}
-	for key, mode := range map[string]string{"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls", "pooling_mode_lasttoken": "last"} {
-		if on, _ := pool[key].(bool); on {
-			f.pooling = mode
-		}
-	}
-	var modules []struct {
-		Type string `json:"type"`
-	}
-	if _, err := read("modules.json", &modules); err != nil {
-		return f, err
-	}
-	f.normalize = slices.ContainsFunc(modules, func(m struct {
-		Type string `json:"type"`
-	}) bool {
-		return strings.HasSuffix(m.Type, ".Normalize")
-	})
-	f.digest = hex.EncodeToString(h.Sum(nil))
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
-		f.tokenizer = filepath.Join(dir, "tokenizer.json")
-	}
-	return f, nil
-}
-
-// loadTokenizer loads the tokenizer --text-column is encoded with: the
-// --tokenizer file, or the model folder's. It returns nil without
-// --text-column, and the file's digest for the job's model id.
-func (f *sequenceFlags) loadTokenizer(hf hfFolder) (*tokenizer.Tokenizer, string, error) {
+// loadTokenizer returns the tokenizer --text-column is encoded with: the
+// --tokenizer file, truncating at the model's length as the folder's
+// does, or the folder's own. It returns nil without --text-column, and
+// the file's digest for the job's model id.
+func (f *sequenceFlags) loadTokenizer(folder *hfmodel.Folder) (*tokenizer.Tokenizer, string, error) {
 	if f.text == "" {
 		if f.tokenizer != "" {
 			return nil, "", fmt.Errorf("--tokenizer encodes --text-column, which is not given")
 		}
 		return nil, "", nil
 	}
-	path := cmp.Or(f.tokenizer, hf.tokenizer)
-	if path == "" {
-		return nil, "", fmt.Errorf("--text-column %s: no tokenizer (the model folder has no tokenizer.json: give --tokenizer)", f.text)
+	if f.tokenizer == "" {
+		if folder.Tokenizer == nil {
+			return nil, "", fmt.Errorf("--text-column %s: no tokenizer (the model folder has no tokenizer.json: give --tokenizer)", f.text)
+		}
+		return folder.Tokenizer, folder.Digest, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(f.tokenizer)
 	if err != nil {
 		return nil, "", fmt.Errorf("--tokenizer: %w", err)
 	}
 	tok, err := tokenizer.Load(bytes.NewReader(data))
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, "", fmt.Errorf("%s: %w", f.tokenizer, err)
+	}
+	tr := &tokenizer.Truncation{MaxLength: folder.MaxLength}
+	if folder.Tokenizer != nil {
+		tr = folder.Tokenizer.Truncation()
+	}
+	if err := tok.SetTruncation(tr); err != nil {
+		return nil, "", fmt.Errorf("%s: truncation to the model's %d tokens: %w", f.tokenizer, folder.MaxLength, err)
 	}
 	sum := sha256.Sum256(data)
 	return tok, hex.EncodeToString(sum[:]), nil
 }
 
-// sequenceOptions turns the flags and a model folder's configuration
-// into the seq.Model's options, and a description of them for the job's
-// model id (a resume must pad as the first run did).
-func (f *sequenceFlags) options(hf hfFolder) ([]seq.Option, string, error) {
-	maxLength := hf.maxLength
-	if maxLength <= 0 {
-		maxLength = 512
-	}
+// options turns the flags and a model folder into the seq.Model's
+// options (after the folder's own) and a description of them for the
+// job's model id (a resume must pad as the first run did). perToken says
+// whether the model has per-token outputs, which --pooling and
+// --normalize need.
+func (f *sequenceFlags) options(folder *hfmodel.Folder, perToken bool) ([]seq.Option, string, error) {
+	maxLength := folder.MaxLength
 	pl := seq.Planner{MaxTokens: f.maxTokens, MaxLength: maxLength}
 	switch f.buckets {
 	case "":
@@ -236,35 +125,42 @@ func (f *sequenceFlags) options(hf hfFolder) ([]seq.Option, string, error) {
 			return nil, "", fmt.Errorf("--seq-buckets: %w", err)
 		}
 		if len(b) > 0 && b[len(b)-1] > maxLength {
-			return nil, "", fmt.Errorf("--seq-buckets: %d is longer than the model's %d positions", b[len(b)-1], maxLength)
+			return nil, "", fmt.Errorf("--seq-buckets: %d is longer than the model's %d tokens", b[len(b)-1], maxLength)
 		}
 		pl.Buckets = b
 	}
 	if f.maxTokens < 1 {
 		return nil, "", fmt.Errorf("--max-batch-tokens %d: want 1 or more", f.maxTokens)
 	}
-	pooling, err := seq.ParsePooling(cmp.Or(f.pooling, hf.pooling, "mean"))
-	if err != nil {
-		return nil, "", fmt.Errorf("--pooling: %w", err)
+	limit := cmp.Or(f.maxMemory, windowBytes)
+	if f.window < 1 || int64(f.window) > limit/8/int64(maxLength) {
+		return nil, "", fmt.Errorf("--window %d: want 1 to %d (a window's ids at the model's %d tokens must fit in %d bytes; --max-memory sets that)", f.window, limit/8/int64(maxLength), maxLength, limit)
 	}
-	opts := []seq.Option{seq.WithPlanner(pl), seq.WithTokens(cmp.Or(f.tokens, seq.InputIDs)), seq.WithPadID(hf.padID), seq.WithPooling(pooling), seq.WithVocab(hf.vocab)}
+	if !perToken && (f.pooling != "" || f.normalize) {
+		return nil, "", fmt.Errorf("--pooling and --normalize pool per-token outputs; this model has none (a classifier's outputs are per row)")
+	}
+	opts := []seq.Option{seq.WithPlanner(pl), seq.WithTokens(cmp.Or(f.tokens, seq.InputIDs))}
+	poolings := folder.Poolings
+	if f.pooling != "" {
+		p, err := seq.ParsePooling(f.pooling)
+		if err != nil {
+			return nil, "", fmt.Errorf("--pooling: %w", err)
+		}
+		poolings = []seq.Pooling{p}
+		opts = append(opts, seq.WithPooling(p))
+	}
+	normalized := len(folder.Modules) > 0 && folder.Modules[len(folder.Modules)-1] == seq.Module(seq.Normalize{})
+	if f.normalize && !normalized {
+		opts = append(opts, seq.WithNormalize())
+	}
 	if f.typeIDs != "" {
 		opts = append(opts, seq.WithTypeIDs(f.typeIDs))
-	}
-	if hf.left {
-		opts = append(opts, seq.WithLeftPadding())
-	}
-	if f.normalize || hf.normalize {
-		opts = append(opts, seq.WithNormalize())
 	}
 	if f.refuseLong {
 		opts = append(opts, seq.WithRefuseLong())
 	}
-	if len(hf.labels) > 0 {
-		opts = append(opts, seq.WithLabels(hf.labels))
-	}
-	desc := fmt.Sprintf("seq buckets=%v maxlen=%d tokens=%d pooling=%s normalize=%v refuse-long=%v tokens=%q types=%q folder=%s",
-		pl.Buckets, maxLength, f.maxTokens, pooling, f.normalize || hf.normalize, f.refuseLong, f.tokens, f.typeIDs, hf.digest)
+	desc := fmt.Sprintf("seq buckets=%v maxlen=%d tokens=%d poolings=%v normalize=%v refuse-long=%v tokens=%q types=%q positions=%d head=%s folder=%s",
+		pl.Buckets, maxLength, f.maxTokens, poolings, f.normalize, f.refuseLong, f.tokens, f.typeIDs, folder.PositionStart, folder.Head.Function, folder.Digest)
 	return opts, desc, nil
 }
 
