@@ -143,8 +143,25 @@ func Tokens(ds *dataset.Dataset, tok *Tokenizer, textColumn, out string, mem mem
 type Option func(*options)
 
 type options struct {
-	workers int
+	workers  int
+	pair     string // WithPair's column
+	maxBytes int
 }
+
+// DefaultMaxTextBytes bounds the text of one row Encodings encodes (a
+// text and its pair together): tokenizing holds some hundred bytes for
+// each byte of text, and a model keeps a few thousand tokens at most.
+const DefaultMaxTextBytes = 1 << 20
+
+// WithPair encodes each row's text with the same row of another text
+// column as its pair (a cross-encoder's query and passage), truncated
+// as the tokenizer's truncation says for pairs.
+func WithPair(column string) Option { return func(o *options) { o.pair = column } }
+
+// WithMaxTextBytes sets the most bytes of text a row may hold
+// (DefaultMaxTextBytes by default): a row past it is a row error naming
+// the ceiling, ErrTextTooLong.
+func WithMaxTextBytes(n int) Option { return func(o *options) { o.maxBytes = n } }
 
 // WithWorkers sets how many goroutines encode a record's rows (the
 // default: GOMAXPROCS). The rows keep their order.
@@ -155,17 +172,30 @@ func WithWorkers(n int) Option {
 // Encodings returns ds with the columns cols names, after its own, made
 // by encoding the text column of each row.
 func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Columns, mem memory.Allocator, opts ...Option) (*dataset.Dataset, error) {
-	o := options{workers: runtime.GOMAXPROCS(0)}
+	o := options{workers: runtime.GOMAXPROCS(0), maxBytes: DefaultMaxTextBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	in := ds.Schema()
-	idx := in.FieldIndices(textColumn)
-	if len(idx) != 1 {
-		return nil, fmt.Errorf("tokenizer: no column %q (the input has %s)", textColumn, dataset.FieldNames(in))
+	textIndex := func(name string) (int, error) {
+		idx := in.FieldIndices(name)
+		if len(idx) != 1 {
+			return 0, fmt.Errorf("tokenizer: no column %q (the input has %s)", name, dataset.FieldNames(in))
+		}
+		if err := CheckTextType(in.Field(idx[0]).Type); err != nil {
+			return 0, fmt.Errorf("column %q: %w", name, err)
+		}
+		return idx[0], nil
 	}
-	if err := CheckTextType(in.Field(idx[0]).Type); err != nil {
-		return nil, fmt.Errorf("column %q: %w", textColumn, err)
+	col, err := textIndex(textColumn)
+	if err != nil {
+		return nil, err
+	}
+	pairCol := -1
+	if o.pair != "" {
+		if pairCol, err = textIndex(o.pair); err != nil {
+			return nil, err
+		}
 	}
 	added := cols.columns()
 	for _, f := range cols.Fields() {
@@ -175,7 +205,6 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 	}
 	fields := append(in.Fields(), cols.Fields()...)
 	schema := arrow.NewSchema(fields, nil)
-	col := idx[0]
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -186,7 +215,11 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 			builders[i] = array.NewBuilder(mem, c.field.Type)
 			defer builders[i].Release()
 		}
-		rows, err := encodeRows(tok, texts, textColumn, first, o.workers, cols.Decoded != "")
+		in := rowsIn{texts: texts, column: textColumn, pairColumn: o.pair, first: first, maxBytes: o.maxBytes}
+		if pairCol >= 0 {
+			in.pairs = rec.Column(pairCol)
+		}
+		rows, err := encodeRows(tok, in, o.workers, cols.Decoded != "")
 		if err != nil {
 			return nil, err
 		}
@@ -205,10 +238,40 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 	}), nil
 }
 
-// encodeRows encodes a text column's rows on workers goroutines, each a
-// run of rows, in order. The first failing row (by row) is the error.
-func encodeRows(tok *Tokenizer, texts arrow.Array, column string, first int64, workers int, decode bool) ([]row, error) {
-	n := texts.Len()
+// rowsIn are the rows encodeRows encodes: a text column, maybe a pair
+// column, the first row's number for errors, the text ceiling.
+type rowsIn struct {
+	texts, pairs       arrow.Array
+	column, pairColumn string
+	first              int64
+	maxBytes           int
+}
+
+// encode encodes row i.
+func (in rowsIn) encode(tok *Tokenizer, i int) (Encoding, error) {
+	if in.texts.IsNull(i) {
+		return Encoding{}, &device.RowError{Row: in.first + int64(i), Column: in.column, Err: fmt.Errorf("null text")}
+	}
+	s, pair := text(in.texts, i), ""
+	if in.pairs != nil {
+		if in.pairs.IsNull(i) {
+			return Encoding{}, &device.RowError{Row: in.first + int64(i), Column: in.pairColumn, Err: fmt.Errorf("null text")}
+		}
+		pair = text(in.pairs, i)
+	}
+	if n := len(s) + len(pair); in.maxBytes > 0 && n > in.maxBytes {
+		return Encoding{}, &device.RowError{Row: in.first + int64(i), Column: in.column, Err: fmt.Errorf("%w: %d bytes, the ceiling is %d", ErrTextTooLong, n, in.maxBytes)}
+	}
+	if in.pairs != nil {
+		return tok.EncodePair(s, pair)
+	}
+	return tok.Encode(s)
+}
+
+// encodeRows encodes rows on workers goroutines, each a run of rows, in
+// order. The first failing row (by row) is the error.
+func encodeRows(tok *Tokenizer, in rowsIn, workers int, decode bool) ([]row, error) {
+	n := in.texts.Len()
 	rows := make([]row, n)
 	errs := make([]error, n)
 	workers = min(workers, max(n/16, 1))
@@ -224,12 +287,8 @@ func encodeRows(tok *Tokenizer, texts arrow.Array, column string, first int64, w
 					return
 				}
 				for i := lo; i < min(lo+run, n); i++ {
-					if texts.IsNull(i) {
-						errs[i] = fmt.Errorf("null text")
-						continue
-					}
 					r := &rows[i]
-					if r.e, errs[i] = tok.Encode(text(texts, i)); errs[i] == nil && decode {
+					if r.e, errs[i] = in.encode(tok, i); errs[i] == nil && decode {
 						r.decoded, errs[i] = tok.Decode(r.e.IDs, false)
 					}
 				}
@@ -238,9 +297,13 @@ func encodeRows(tok *Tokenizer, texts arrow.Array, column string, first int64, w
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err != nil {
-			return nil, &device.RowError{Row: first + int64(i), Column: column, Err: err}
+		if err == nil {
+			continue
 		}
+		if _, ok := err.(*device.RowError); !ok {
+			err = &device.RowError{Row: in.first + int64(i), Column: in.column, Err: err}
+		}
+		return nil, err
 	}
 	return rows, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
 )
 
 // Tokens adds a token-id column for string, large_string, string_view
@@ -100,11 +101,11 @@ func TestEncodeRowsInOrder(t *testing.T) {
 	}
 	texts := b.NewArray()
 	defer texts.Release()
-	one, err := encodeRows(tok, texts, "body", 0, 1, true)
+	one, err := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	many, err := encodeRows(tok, texts, "body", 0, 7, true)
+	many, err := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 7, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +122,85 @@ func TestEncodeRowsInOrder(t *testing.T) {
 	b.AppendNull()
 	bad := b.NewArray()
 	defer bad.Release()
-	_, err = encodeRows(tok, bad, "body", 100, 3, false)
+	_, err = encodeRows(tok, rowsIn{texts: bad, column: "body", first: 100}, 3, false)
 	var re *device.RowError
 	if !errors.As(err, &re) || re.Row != 102 || re.Column != "body" {
 		t.Fatalf("err = %v, want row 102's null text", err)
+	}
+}
+
+// WithPair encodes each row with its pair, as EncodePair does, type ids
+// included; a text past WithMaxTextBytes is a row error naming the
+// ceiling, and a null pair one naming the pair column.
+func TestEncodingsPairsAndCeiling(t *testing.T) {
+	tok, err := LoadFile("testdata/bert-uncased.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "q", Type: arrow.BinaryTypes.String}, {Name: "p", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	record := func(qs []string, ps []*string) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for i := range qs {
+			b.Field(0).(*array.StringBuilder).Append(qs[i])
+			if ps[i] == nil {
+				b.Field(1).AppendNull()
+			} else {
+				b.Field(1).(*array.StringBuilder).Append(*ps[i])
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	str := func(s string) *string { return &s }
+	qs := []string{"what is a cat", "where", strings.Repeat("long ", 30)}
+	ps := []*string{str("a cat is an animal"), str(""), str("short")}
+	rec := record(qs, ps)
+	defer rec.Release()
+	ds, err := Encodings(dataset.FromRecords(schema, rec), tok, "q", Columns{IDs: "ids", TypeIDs: "types"}, mem, WithPair("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for out, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range qs {
+			want, err := tok.EncodePair(qs[i], *ps[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := arrowtest.IntList(t, out, "ids", i); !slices.Equal(got, want.IDs) {
+				t.Errorf("pair %d: ids %v, want %v", i, got, want.IDs)
+			}
+			if got := arrowtest.IntList(t, out, "types", i); !slices.Equal(got, want.TypeIDs) {
+				t.Errorf("pair %d: type ids %v, want %v", i, got, want.TypeIDs)
+			}
+		}
+	}
+	for _, c := range []struct {
+		ps     []*string
+		opts   []Option
+		row    int64
+		column string
+		err    error
+	}{
+		{[]*string{str("a"), nil, str("c")}, nil, 1, "p", nil},
+		{ps, []Option{WithMaxTextBytes(100)}, 2, "q", ErrTextTooLong},
+	} {
+		bad := record(qs, c.ps)
+		ds, err := Encodings(dataset.FromRecords(schema, bad), tok, "q", Columns{IDs: "ids"}, mem, append(c.opts, WithPair("p"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range ds.Records() {
+			var re *device.RowError
+			if !errors.As(err, &re) || re.Row != c.row || re.Column != c.column || (c.err != nil && !errors.Is(err, c.err)) {
+				t.Errorf("err = %v, want row %d, column %q, %v", err, c.row, c.column, c.err)
+			}
+			break
+		}
+		bad.Release()
 	}
 }

@@ -44,7 +44,7 @@ func BenchmarkEncodeRows(b *testing.B) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := encodeRows(tok, col, "body", 0, w, false); err != nil {
+				if _, err := encodeRows(tok, rowsIn{texts: col, column: "body"}, w, false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,6 +20,9 @@ var (
 	// ErrEncode reports a text the tokenizer cannot encode as the Rust
 	// tokenizers would (they fail on it too).
 	ErrEncode = errors.New("tokenizer: cannot encode")
+	// ErrTextTooLong reports a row's text past the bytes a caller allows
+	// (WithMaxTextBytes).
+	ErrTextTooLong = errors.New("tokenizer: text too long")
 )
 
 // Tokenizer encodes text as a tokenizer.json says. It is safe for

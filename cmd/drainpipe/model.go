@@ -40,9 +40,12 @@ type loadedModel struct {
 	fileSHA   string   // the ONNX file's digest (id also holds the settings)
 	typeIDs   string
 	window    int
-	// tok encodes the text column text into the token column (feature).
-	tok  *tokenizer.Tokenizer
-	text string
+	// tok encodes the text column text (with textPair's as pairs) into
+	// the token column (feature), rows of at most maxTextBytes.
+	tok          *tokenizer.Tokenizer
+	text         string
+	textPair     string
+	maxTextBytes int64
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads

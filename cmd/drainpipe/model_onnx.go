@@ -14,6 +14,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/seq"
+	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 // loadONNX opens an ONNX model: a sequence model (inputs input_ids and
@@ -75,7 +76,11 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	}
 	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
 	if tok != nil && sq.inModel {
+		ceiling := int(sq.maxTextBytes)
 		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, error) {
+			if len(s) > ceiling {
+				return nil, fmt.Errorf("%w: %d bytes, the ceiling is %d", tokenizer.ErrTextTooLong, len(s), ceiling)
+			}
 			e, err := tok.Encode(s)
 			return e.IDs, err
 		}))
@@ -85,6 +90,6 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 		return nil, err
 	}
 	id := sha256.Sum256([]byte(digest + "\n" + desc))
-	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text,
+	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text, textPair: sq.textPair, maxTextBytes: int64(sq.maxTextBytes),
 		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/hfmodel"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/tokenizer"
@@ -25,6 +26,8 @@ import (
 type sequenceFlags struct {
 	tokens, typeIDs string
 	text, tokenizer string
+	textPair        string        // --text-pair-column
+	maxTextBytes    cliflag.Bytes // a row's text ceiling
 	// inModel has the model tokenize the text column itself (serve),
 	// not the job's input side.
 	inModel    bool
@@ -41,7 +44,7 @@ type sequenceFlags struct {
 // defaultSequenceFlags are the flags' defaults, for commands without
 // them (serve, inspect).
 func defaultSequenceFlags() *sequenceFlags {
-	return &sequenceFlags{maxTokens: seq.DefaultMaxTokens, window: 4096}
+	return &sequenceFlags{maxTokens: seq.DefaultMaxTokens, window: 4096, maxTextBytes: tokenizer.DefaultMaxTextBytes}
 }
 
 // add adds the flags; eval, whose --normalize is its confusion
@@ -56,6 +59,8 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 	})
 	fs.StringVar(&f.tokens, "tokens-column", "", "sequence models: the column of token ids, a list of int32 or int64 a row (default: input_ids)")
 	fs.StringVar(&f.text, "text-column", "", "sequence models: a column of text (string, large_string, string_view, dictionary), tokenized on the input side by the model folder's tokenizer.json or --tokenizer")
+	fs.StringVar(&f.textPair, "text-pair-column", "", "sequence models: a second column of text, each row encoded with --text-column's as a pair (a cross-encoder's query and passage)")
+	fs.Var(&f.maxTextBytes, "max-text-bytes", "sequence models: the most bytes of text a row may hold (with its pair); a longer row is set aside or fails the job")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "sequence models: the tokenizer.json that --text-column is encoded with (default: the model folder's)")
 	fs.StringVar(&f.typeIDs, "type-ids-column", "", "sequence models: a column of token type ids, one a token (default: zeros)")
 	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^⅙ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
@@ -67,6 +72,10 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 	}
 	fs.BoolVar(&f.refuseLong, "refuse-long", false, "sequence models: set aside rows longer than the longest length instead of truncating them at their end")
 }
+
+// pairTypeIDs names the type-id column the tokenizer makes of text
+// pairs, on the input side.
+const pairTypeIDs = "token_type_ids"
 
 // windowBytes bounds a window by memory: its rows at the model's length,
 // as int64 ids, must fit in --max-memory (or the reader's default).
@@ -136,6 +145,15 @@ func (f *sequenceFlags) options(folder *hfmodel.Folder, perToken bool) ([]seq.Op
 	if f.window < 1 || int64(f.window) > limit/8/int64(maxLength) {
 		return nil, "", fmt.Errorf("--window %d: want 1 to %d (a window's ids at the model's %d tokens must fit in %d bytes; --max-memory sets that)", f.window, limit/8/int64(maxLength), maxLength, limit)
 	}
+	if f.textPair != "" && f.text == "" {
+		return nil, "", fmt.Errorf("--text-pair-column pairs with --text-column, which is not given")
+	}
+	if f.text != "" && f.typeIDs != "" {
+		return nil, "", fmt.Errorf("--type-ids-column goes with --tokens-column; with --text-column the tokenizer makes the type ids")
+	}
+	if f.maxTextBytes <= 0 {
+		return nil, "", fmt.Errorf("--max-text-bytes %d: want 1 or more", f.maxTextBytes)
+	}
 	if !perToken && (f.pooling != "" || f.normalize) {
 		return nil, "", fmt.Errorf("--pooling and --normalize pool per-token outputs; this model has none (a classifier's outputs are per row)")
 	}
@@ -156,11 +174,14 @@ func (f *sequenceFlags) options(folder *hfmodel.Folder, perToken bool) ([]seq.Op
 	if f.typeIDs != "" {
 		opts = append(opts, seq.WithTypeIDs(f.typeIDs))
 	}
+	if f.textPair != "" {
+		opts = append(opts, seq.WithTypeIDs(pairTypeIDs))
+	}
 	if f.refuseLong {
 		opts = append(opts, seq.WithRefuseLong())
 	}
-	desc := fmt.Sprintf("seq buckets=%v maxlen=%d tokens=%d poolings=%v normalize=%v refuse-long=%v tokens=%q types=%q positions=%d head=%s folder=%s",
-		pl.Buckets, maxLength, f.maxTokens, poolings, f.normalize, f.refuseLong, f.tokens, f.typeIDs, folder.PositionStart, folder.Head.Function, folder.Digest)
+	desc := fmt.Sprintf("seq buckets=%v maxlen=%d tokens=%d poolings=%v normalize=%v refuse-long=%v tokens=%q types=%q pair=%q positions=%d head=%s folder=%s",
+		pl.Buckets, maxLength, f.maxTokens, poolings, f.normalize, f.refuseLong, f.tokens, f.typeIDs, f.textPair, folder.PositionStart, folder.Head.Function, folder.Digest)
 	return opts, desc, nil
 }
 
@@ -208,8 +229,17 @@ func (m *loadedModel) sequenceJob(cfg *job.Config) {
 	cfg.BatchSize, cfg.InputSize, cfg.Gather = m.window, 0, nil
 	if m.tok != nil {
 		cfg.FeatureColumn = m.text
+		opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(m.maxTextBytes))}
+		cols := tokenizer.Columns{IDs: m.feature}
+		if m.textPair != "" {
+			// The pair's text is read along (a null pair is set aside as a
+			// null text is); its type ids are the tokenizer's.
+			cfg.TypeIDsColumn = m.textPair
+			opts = append(opts, tokenizer.WithPair(m.textPair))
+			cols.TypeIDs = pairTypeIDs
+		}
 		cfg.Stage = func(ds *dataset.Dataset) (*dataset.Dataset, error) {
-			return tokenizer.Tokens(ds, m.tok, m.text, m.feature, cfg.Allocator)
+			return tokenizer.Encodings(ds, m.tok, m.text, cols, cfg.Allocator, opts...)
 		}
 	}
 }

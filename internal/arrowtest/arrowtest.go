@@ -78,6 +78,30 @@ func Int64s(t testing.TB, name string, recs ...arrow.RecordBatch) []int64 {
 	return out
 }
 
+// IntList returns row i of a list<int32> or list<int64> column as
+// int64s.
+func IntList(t testing.TB, rec arrow.RecordBatch, name string, i int) []int64 {
+	t.Helper()
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		t.Fatalf("no column %q in %s", name, rec.Schema())
+	}
+	l := rec.Column(idx[0]).(array.ListLike)
+	s, e := l.ValueOffsets(i)
+	out := []int64{}
+	for k := s; k < e; k++ {
+		switch v := l.ListValues().(type) {
+		case *array.Int32:
+			out = append(out, int64(v.Value(int(k))))
+		case *array.Int64:
+			out = append(out, v.Value(int(k)))
+		default:
+			t.Fatalf("column %q holds %s, not integers", name, v.DataType())
+		}
+	}
+	return out
+}
+
 // ReportPerBatch reports rows/s, ns/batch and allocs/batch for a benchmark
 // whose every op ran batches batches over rows rows. Call it after the
 // loop; startAllocs is the runtime's Mallocs count before the loop.
