@@ -95,7 +95,12 @@ func main() {
 	only := flag.String("only", "", "with --goals, only the goals whose name holds this text, or one of texts split by | (e.g. ONNX, files|kernels)")
 	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
 	rssOf := flag.String("rss-of", "", "(internal) run this command (a JSON array) and print its peak resident memory in KB")
+	seqMemoryOf := flag.String("seq-memory", "", "(internal) run one sequence session of this ONNX model over its shapes and print its memory")
 	flag.Parse()
+	if *seqMemoryOf != "" {
+		probeSeqMemory(*seqMemoryOf)
+		return
+	}
 	if *rssOf != "" {
 		printRSS(*rssOf)
 		return

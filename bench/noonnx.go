@@ -4,6 +4,7 @@ package main
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"log"
 
 	"github.com/drainpipe/drainpipe/device"
 )
@@ -15,3 +16,5 @@ func onnxModel(int) (device.Model, string) {
 func onnxGoals(*config, []arrow.RecordBatch) []goal { return nil }
 
 func seqONNXGoals(*config) []goal { return nil }
+
+func probeSeqMemory(string) { log.Fatal("-seq-memory: built without the onnx tag") }

@@ -68,7 +68,7 @@ func seqONNXGoals(c *config) []goal {
 			return ideal / dp
 		}},
 	}
-	return append(gs, tokenizationShare(c)...)
+	return append(append(gs, tokenizationShare(c)...), seqMemoryGoals(c)...)
 }
 
 // tokenizationShare is the CPU share of tokenization in a text job on a

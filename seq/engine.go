@@ -28,6 +28,15 @@ type Engine interface {
 	Start(ctx context.Context, cfg EngineConfig) (EngineSession, error)
 }
 
+// WarmUpper is an engine whose sessions should run the largest declared
+// shape once before the first window (all rows padding): a runtime whose
+// allocator keeps what it has grown to (ONNX Runtime's arena) then holds
+// the largest shape's peak from the start, and the smaller shapes that
+// come first in a window reuse it instead of growing it shape by shape.
+type WarmUpper interface {
+	WarmUp() bool
+}
+
 // EngineConfig tells an engine session what it will run.
 type EngineConfig struct {
 	// Shapes are every shape a sub-batch may take, known before the

@@ -3,6 +3,7 @@ package seq
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -211,7 +212,28 @@ func (m *Model) Start(ctx context.Context, cfg device.SessionConfig) (device.Ses
 	if err != nil {
 		return nil, err
 	}
-	return &session{m: m, engine: es, mem: cmp.Or[memory.Allocator](cfg.Allocator, memory.DefaultAllocator), batches: map[Shape]*Batch{}}, nil
+	s := &session{m: m, engine: es, mem: cmp.Or[memory.Allocator](cfg.Allocator, memory.DefaultAllocator)}
+	if w, ok := m.engine.(WarmUpper); ok && w.WarmUp() && len(m.shapes) > 0 {
+		if err := s.warmUp(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("seq: warming up: %w", err), es.Shutdown(ctx))
+		}
+	}
+	return s, nil
+}
+
+// warmUp runs the largest declared shape (by token slots, then tokens)
+// once, every row padding, as fill pads (WarmUpper).
+func (s *session) warmUp(ctx context.Context) error {
+	largest := s.m.shapes[0]
+	for _, sh := range s.m.shapes {
+		if sh.Slots() > largest.Slots() || (sh.Slots() == largest.Slots() && sh.Tokens > largest.Tokens) {
+			largest = sh
+		}
+	}
+	b := s.batch(largest)
+	s.m.fill(b, SubBatch{Shape: largest}, nil, nil, nil)
+	_, err := s.engine.Run(ctx, b)
+	return err
 }
 
 func (m *Model) checkSchema(schema *arrow.Schema) error {

@@ -323,6 +323,45 @@ func TestWindowNotPadded(t *testing.T) {
 	}
 }
 
+// TestWarmUp: a session of a WarmUpper engine runs its largest declared
+// shape once at start, every row padding, and its windows' outputs are
+// those of a session that did not.
+func TestWarmUp(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := rows(t, 200)
+	var outs [2]result
+	for i, warm := range []bool{false, true} {
+		e := &seqtest.Engine{Width: width, Warm: warm}
+		m, err := seq.New(e, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.Start(t.Context(), device.SessionConfig{BatchSize: 64, Replicas: 1, Sessions: 1, Allocator: mem, Schema: tokenSchema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest := 0
+		for _, sh := range m.Shapes() {
+			largest = max(largest, sh.Slots())
+		}
+		if runs, peak := e.Runs.Load(), e.Peak.Load(); (warm && (runs != 1 || peak != int64(largest))) || (!warm && runs != 0) {
+			t.Fatalf("warm %v: %d runs, peak %d slots at start; the largest shape has %d", warm, runs, peak, largest)
+		}
+		if err := s.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if outs[i], err = run(t, mem, m, data, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range data {
+		if !near(outs[0].pooled[r], outs[1].pooled[r], 0) {
+			t.Fatalf("row %d differs after a warm-up", r)
+		}
+	}
+}
+
 // TestRefuseLong sets a row longer than the longest bucket aside instead
 // of truncating it.
 func TestRefuseLong(t *testing.T) {

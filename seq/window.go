@@ -13,12 +13,12 @@ import (
 )
 
 type session struct {
-	m       *Model
-	engine  EngineSession
-	mem     memory.Allocator
-	batches map[Shape]*Batch // reused from window to window (see batch)
-	scratch scratch
-	down    bool
+	m            *Model
+	engine       EngineSession
+	mem          memory.Allocator
+	scratchBatch Batch // every sub-batch's, grown to the largest run
+	scratch      scratch
+	down         bool
 }
 
 func (s *session) Shutdown(ctx context.Context) error {
@@ -162,19 +162,10 @@ func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
 	return lb.NewArray(), nil
 }
 
-// batch returns the session's reusable sub-batch of a shape: one a
-// declared shape, or without declared shapes (which may be many) one
-// scratch batch, grown to the largest run.
+// batch returns the session's one sub-batch, shaped: it is grown to the
+// largest shape run and reused, so a session holds one, not one a shape.
 func (s *session) batch(sh Shape) *Batch {
-	key := sh
-	if s.m.shapes == nil {
-		key = Shape{}
-	}
-	b, ok := s.batches[key]
-	if !ok {
-		b = &Batch{}
-		s.batches[key] = b
-	}
+	b := &s.scratchBatch
 	n := sh.Slots()
 	if cap(b.IDs) < n {
 		b.IDs, b.Mask, b.TypeIDs, b.Positions = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)

@@ -108,6 +108,9 @@ func evalCommand() *cobra.Command {
 		if err := sq.check(c.Flags(), m); err != nil {
 			return usageError(fmt.Errorf("eval: %w", err))
 		}
+		if m.model, err = renameClash(m.model, *label); err != nil {
+			return fmt.Errorf("eval: --label %q: %w", *label, err)
+		}
 		plan, err := planEval(m.model, *value)
 		if err != nil {
 			return err
@@ -127,7 +130,9 @@ func evalCommand() *cobra.Command {
 		cfg.BatchSize, cfg.Overwrite = *batch, *overwrite
 		if m.seq != nil {
 			m.sequenceJob(&cfg)
-			fmt.Fprint(c.ErrOrStderr(), describeShapes(m.seq))
+			if !in.quiet {
+				fmt.Fprint(c.ErrOrStderr(), describeShapes(m.seq))
+			}
 		}
 		cfg.Predict = []predict.Option{predict.WithReplicas(*replicas), predict.WithGroups(cmp.Or(*sessions, m.sessions))}
 		cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -97,8 +97,12 @@ func TestPredictModelFolders(t *testing.T) {
 			) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
 			out := filepath.Join(dir, "out.parquet")
 			args := append([]string{"predict", "--model", filepath.Join(folders, c.folder), "--input", in, "--output", out, "--keep", "key", "--window", "16", "--quiet"}, c.args...)
-			if _, stderr, err := drainpipe(args...); err != nil {
+			_, stderr, err := drainpipe(args...)
+			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if stderr != "" {
+				t.Errorf("--quiet printed:\n%s", stderr)
 			}
 			got := floatColumn(t, out, c.column)
 			want := torchOutputs(t, c.folder, c.torchKey)

@@ -102,7 +102,9 @@ func predictCommand() *cobra.Command {
 		}
 		if m.seq != nil {
 			m.sequenceJob(&cfg)
-			fmt.Fprint(stderr, describeShapes(m.seq))
+			if !in.quiet {
+				fmt.Fprint(stderr, describeShapes(m.seq))
+			}
 		}
 		prog := in.progress(stderr, "predicting")
 		if prog != nil {
@@ -167,6 +169,11 @@ func writeStats(path string, s *job.Summary, sq *seq.Stats) error {
 	doc := stats{Summary: s, Sequence: sequenceStats(sq), WallSeconds: s.Wall.Seconds(), InputWaitSeconds: s.Stats.InputWait.Seconds(),
 		DeviceSeconds: s.Stats.DeviceTime.Seconds(), ConsumerWaitSeconds: s.Stats.ConsumerWait.Seconds(),
 		PaddingWaste: s.Stats.PaddingWaste()}
+	if sq != nil {
+		// A sequence model's padding is its token slots that ran padded;
+		// its windows are not padded.
+		doc.PaddingWaste = sq.PaddingWaste()
+	}
 	if err := writeJSONFile(path, doc); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}

@@ -96,7 +96,7 @@ func TestPredictSequenceModelFolder(t *testing.T) {
 	out := filepath.Join(dir, "out.parquet")
 	stats := filepath.Join(dir, "stats.json")
 	stdout, stderr, err := drainpipe("predict", "--model", encoderDir, "--input", in, "--output", out, "--keep", "key",
-		"--type-ids-column", "token_type_ids", "--window", "100", "--max-batch-tokens", "4096", "--stats-json", stats, "--quiet")
+		"--type-ids-column", "token_type_ids", "--window", "100", "--max-batch-tokens", "4096", "--stats-json", stats)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -398,6 +398,14 @@ func TestEvalSequenceModel(t *testing.T) {
 	// one class has no value, written as null.
 	if v, ok := doc.Metrics["roc_auc_class_0"]; !ok || v != nil {
 		t.Fatalf("roc_auc_class_0: %v in %s", v, data)
+	}
+	// A label column named as the classifier's label output (Hugging
+	// Face's convention): the output is renamed, not a clash.
+	relabelled := filepath.Join(dir, "relabelled.parquet")
+	duckdbtest.Query(t, `COPY (SELECT * EXCLUDE (sentiment), sentiment AS label FROM read_parquet(`+duckdb.Quote(in)+`)) TO `+duckdb.Quote(relabelled)+` (FORMAT parquet)`)
+	if _, stderr, err := drainpipe("eval", "--model", encoderDir, "--input", relabelled, "--label", "label", "--type-ids-column", "token_type_ids",
+		"--window", "128", "--json", report, "--overwrite", "--quiet"); err != nil {
+		t.Fatalf("--label label: %v\n%s", err, stderr)
 	}
 }
 

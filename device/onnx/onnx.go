@@ -220,8 +220,29 @@ func acquireEnv(library string) error {
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrLibrary, library, err)
 	}
+	if err := registerArena(); err != nil {
+		return errors.Join(fmt.Errorf("%w: %s: the CPU arena: %v", ErrLibrary, library, err), ort.DestroyEnvironment())
+	}
 	env.users, env.library = 1, library
 	return nil
+}
+
+// registerArena gives the environment a CPU arena that sessions asking
+// for it (session.use_env_allocators) share. It grows by what is asked
+// (kSameAsRequested), not by powers of two: a sequence model's many
+// shapes then reuse one set of chunks, as large as the largest run's
+// peak, instead of doubling past it.
+func registerArena() error {
+	cfg, err := ort.NewArenaCfgV2(map[string]int{"arena_extend_strategy": 1})
+	if err != nil {
+		return err
+	}
+	defer cfg.Destroy()
+	info, err := ort.GetMemoryInfo()
+	if err != nil {
+		return err
+	}
+	return ort.CreateAndRegisterAllocator(info, cfg)
 }
 
 func releaseEnv() error {

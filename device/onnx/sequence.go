@@ -27,7 +27,15 @@ type Sequence struct {
 	outs    []seq.Output
 }
 
-var _ seq.Engine = (*Sequence)(nil)
+var (
+	_ seq.Engine    = (*Sequence)(nil)
+	_ seq.WarmUpper = (*Sequence)(nil)
+)
+
+// WarmUp implements seq.WarmUpper: a session runs its largest declared
+// shape first, so that the environment's arena grows to that peak once
+// and every smaller shape reuses it.
+func (s *Sequence) WarmUp() bool { return true }
 
 // sequenceInputs are the input names a sequence graph may declare.
 var sequenceInputs = []string{seq.InputIDs, seq.AttentionMask, seq.TokenTypeIDs, seq.PositionIDs}
@@ -92,9 +100,10 @@ func (s *Sequence) Inputs() []string { return names(s.inputs) }
 // Outputs implements seq.Engine.
 func (s *Sequence) Outputs() []seq.Output { return slices.Clone(s.outs) }
 
-// Start implements seq.Engine: one ONNX Runtime session. A shape's
-// tensors are allocated when it first runs and kept: the declared set
-// can be hundreds of shapes, most of which a job's windows never run.
+// Start implements seq.Engine: one ONNX Runtime session, and one arena
+// of outputs (and int32 inputs) sized by the largest declared shape,
+// whose prefix each run's tensors take: what a session holds is bounded
+// by the largest shape, not by how many shapes have run.
 func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineSession, err error) {
 	lib, err := (&Model{library: s.library}).libraryPath()
 	if err != nil {
@@ -103,7 +112,7 @@ func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineS
 	if err := acquireEnv(lib); err != nil {
 		return nil, err
 	}
-	ss := &seqSession{s: s, bound: map[seq.Shape]*seqShape{}, declared: map[seq.Shape]bool{}}
+	ss := &seqSession{s: s, outs: make([][]float32, len(s.outs)), int32s: map[string][]int32{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ss.destroy(), releaseEnv())
@@ -123,110 +132,72 @@ func (s *Sequence) Start(_ context.Context, cfg seq.EngineConfig) (_ seq.EngineS
 			return nil, fmt.Errorf("onnx: intra-op threads: %w", err)
 		}
 	}
-	// Sub-batches come in many shapes: ONNX Runtime's memory patterns
-	// (planned and kept per input shape) and its CPU arena (kept at the
-	// largest shape's size) would make each session hold the peak of
-	// every shape it ran; without them a run's memory is freed after it.
+	// Sub-batches come in many shapes. ONNX Runtime's memory patterns
+	// are planned and kept per input shape: off. Its allocator is the
+	// environment's arena (see acquireEnv), which grows by what a run
+	// asks for and reuses it for the next shape, so it holds the largest
+	// run's peak, not each shape's; without an arena every run's memory
+	// would go back to the kernel and be faulted in again (two thirds of
+	// a job's CPU was the kernel's).
 	if err := opts.SetMemPattern(false); err != nil {
 		return nil, fmt.Errorf("onnx: memory pattern: %w", err)
 	}
-	if err := opts.SetCpuMemArena(false); err != nil {
-		return nil, fmt.Errorf("onnx: memory arena: %w", err)
+	if err := opts.AddSessionConfigEntry("session.use_env_allocators", "1"); err != nil {
+		return nil, fmt.Errorf("onnx: the environment's allocator: %w", err)
 	}
 	if ss.run, err = ort.NewDynamicAdvancedSession(s.path, names(s.inputs), names(s.outputs), opts); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrModel, s.path, err)
 	}
+	if ss.stop, err = ort.NewRunOptions(); err != nil {
+		return nil, fmt.Errorf("onnx: run options: %w", err)
+	}
 	for _, sh := range cfg.Shapes {
-		ss.declared[sh] = true
+		ss.grow(sh)
 	}
 	return ss, nil
 }
 
-// seqShape holds the tensors of one shape: the outputs ONNX Runtime
-// writes, and the int32 copies of inputs a graph takes as int32.
-type seqShape struct {
-	outs  []*ort.Tensor[float32]
-	int32 map[string]*ort.Tensor[int32]
-}
-
-func (s *Sequence) bind(sh seq.Shape) (_ *seqShape, err error) {
-	b := &seqShape{int32: map[string]*ort.Tensor[int32]{}}
-	defer func() {
-		if err != nil {
-			b.destroy()
-		}
-	}()
-	R, S := int64(sh.Rows), int64(sh.Tokens)
-	for _, o := range s.outs {
-		dims := ort.NewShape(R, int64(o.Width))
-		if o.PerToken {
-			dims = ort.NewShape(R, S, int64(o.Width))
-		}
-		t, err := ort.NewEmptyTensor[float32](dims)
-		if err != nil {
-			return nil, fmt.Errorf("onnx: output %q tensor %v: %w", o.Name, dims, err)
-		}
-		b.outs = append(b.outs, t)
-	}
-	for _, io := range s.inputs {
-		if io.DataType == ort.TensorElementDataTypeInt32 {
-			t, err := ort.NewEmptyTensor[int32](ort.NewShape(R, S))
-			if err != nil {
-				return nil, fmt.Errorf("onnx: input %q tensor: %w", io.Name, err)
-			}
-			b.int32[io.Name] = t
-		}
-	}
-	return b, nil
-}
-
-func (b *seqShape) destroy() error {
-	var errs []error
-	for _, t := range b.outs {
-		errs = append(errs, t.Destroy())
-	}
-	for _, t := range b.int32 {
-		errs = append(errs, t.Destroy())
-	}
-	return errors.Join(errs...)
-}
-
 type seqSession struct {
-	s        *Sequence
-	run      *ort.DynamicAdvancedSession
-	bound    map[seq.Shape]*seqShape // the declared shapes run so far
-	declared map[seq.Shape]bool
-	last     *seqShape // an undeclared shape's, until the next run
-	down     bool
+	s      *Sequence
+	run    *ort.DynamicAdvancedSession
+	stop   *ort.RunOptions    // terminates a run whose context ends
+	outs   [][]float32        // an arena an output, for the largest shape
+	int32s map[string][]int32 // int32 copies of inputs a graph takes so
+	down   bool
 }
 
-func (ss *seqSession) Run(ctx context.Context, b *seq.Batch) ([][]float32, error) {
+// grow makes the arenas hold a shape's tensors.
+func (ss *seqSession) grow(sh seq.Shape) {
+	R, S := sh.Rows, sh.Tokens
+	for i, o := range ss.s.outs {
+		n := R * o.Width
+		if o.PerToken {
+			n *= S
+		}
+		if len(ss.outs[i]) < n {
+			ss.outs[i] = make([]float32, n)
+		}
+	}
+	for _, io := range ss.s.inputs {
+		if io.DataType == ort.TensorElementDataTypeInt32 && len(ss.int32s[io.Name]) < R*S {
+			ss.int32s[io.Name] = make([]int32, R*S)
+		}
+	}
+}
+
+func (ss *seqSession) Run(ctx context.Context, b *seq.Batch) (_ [][]float32, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sh, ok := ss.bound[b.Shape]
-	switch {
-	case ok:
-	case ss.declared[b.Shape]:
-		var err error
-		if sh, err = ss.s.bind(b.Shape); err != nil {
-			return nil, err
+	ss.grow(b.Shape) // a shape past the declared ones (no buckets)
+	var tensors []ort.Value
+	defer func() {
+		for _, t := range tensors {
+			err = errors.Join(err, t.Destroy())
 		}
-		ss.bound[b.Shape] = sh
-	default:
-		// Sub-batches without declared shapes (no buckets): bound for
-		// this run alone, as many shapes may come.
-		if ss.last != nil {
-			ss.last.destroy()
-			ss.last = nil
-		}
-		var err error
-		if sh, err = ss.s.bind(b.Shape); err != nil {
-			return nil, err
-		}
-		ss.last = sh
-	}
-	dims := ort.NewShape(int64(b.Shape.Rows), int64(b.Shape.Tokens))
+	}()
+	R, S := int64(b.Shape.Rows), int64(b.Shape.Tokens)
+	dims := ort.NewShape(R, S)
 	ins := make([]ort.Value, len(ss.s.inputs))
 	for i, io := range ss.s.inputs {
 		var vals []int64
@@ -240,47 +211,71 @@ func (ss *seqSession) Run(ctx context.Context, b *seq.Batch) ([][]float32, error
 		default:
 			vals = b.Positions
 		}
-		if t, ok := sh.int32[io.Name]; ok {
-			dst := t.GetData()
+		var t ort.Value
+		var err error
+		if buf, ok := ss.int32s[io.Name]; ok {
+			buf = buf[:len(vals)]
 			for j, v := range vals {
-				dst[j] = int32(v)
+				buf[j] = int32(v)
 			}
-			ins[i] = t
-			continue
+			t, err = ort.NewTensor(dims, buf)
+		} else {
+			t, err = ort.NewTensor(dims, vals)
 		}
-		t, err := ort.NewTensor(dims, vals)
 		if err != nil {
 			return nil, fmt.Errorf("onnx: input %q: %w", io.Name, err)
 		}
-		defer t.Destroy()
+		tensors = append(tensors, t)
 		ins[i] = t
 	}
-	outs := make([]ort.Value, len(sh.outs))
-	res := make([][]float32, len(sh.outs))
-	for i, t := range sh.outs {
-		outs[i], res[i] = t, t.GetData()
+	outs := make([]ort.Value, len(ss.s.outs))
+	res := make([][]float32, len(ss.s.outs))
+	for i, o := range ss.s.outs {
+		shape := ort.NewShape(R, int64(o.Width))
+		if o.PerToken {
+			shape = ort.NewShape(R, S, int64(o.Width))
+		}
+		res[i] = ss.outs[i][:shape.FlattenedSize()]
+		t, err := ort.NewTensor(shape, res[i])
+		if err != nil {
+			return nil, fmt.Errorf("onnx: output %q tensor %v: %w", o.Name, shape, err)
+		}
+		tensors = append(tensors, t)
+		outs[i] = t
 	}
-	if err := ss.run.Run(ins, outs); err != nil {
-		return nil, fmt.Errorf("onnx: run %s: %w", b.Shape, err)
+	// A context that ends mid-run terminates it: a cancelled request
+	// does not hold the session for the rest of a sub-batch.
+	terminated := make(chan struct{})
+	unwatch := context.AfterFunc(ctx, func() {
+		ss.stop.Terminate()
+		close(terminated)
+	})
+	runErr := ss.run.RunWithOptions(ins, outs, ss.stop)
+	if !unwatch() {
+		<-terminated // then the flag is set, and unset for the next run
+		if err := ss.stop.UnsetTerminate(); err != nil {
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		return nil, errors.Join(ctx.Err(), runErr)
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("onnx: run %s: %w", b.Shape, runErr)
 	}
 	return res, nil
 }
 
 func (ss *seqSession) destroy() error {
-	var errs []error
+	var err error
 	if ss.run != nil {
-		errs = append(errs, ss.run.Destroy())
+		err = ss.run.Destroy()
 		ss.run = nil
 	}
-	for _, b := range ss.bound {
-		errs = append(errs, b.destroy())
+	if ss.stop != nil {
+		err = errors.Join(err, ss.stop.Destroy())
+		ss.stop = nil
 	}
-	ss.bound = nil
-	if ss.last != nil {
-		errs = append(errs, ss.last.destroy())
-		ss.last = nil
-	}
-	return errors.Join(errs...)
+	ss.outs, ss.int32s = nil, nil
+	return err
 }
 
 func (ss *seqSession) Shutdown(context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -189,4 +190,51 @@ func TestSequenceRefusesOtherModels(t *testing.T) {
 		t.Fatalf("err = %v, want ErrMismatch", err)
 	}
 	t.Log(err)
+}
+
+// A run whose context ends is terminated or refused, never left
+// terminating the next: after each cancelled run (cancelled before it,
+// while it runs, or after), the next run gives the outputs of a run
+// never cancelled.
+func TestSequenceCancelledRun(t *testing.T) {
+	needLibrary(t)
+	eng, err := OpenSequence(filepath.Join(encoder, "model.onnx"), WithIntraOpThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := seq.Shape{Rows: 8, Tokens: 512}
+	s, err := eng.Start(t.Context(), seq.EngineConfig{Shapes: []seq.Shape{sh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	n := sh.Rows * sh.Tokens
+	b := &seq.Batch{Shape: sh, IDs: make([]int64, n), Mask: make([]int64, n), TypeIDs: make([]int64, n), Positions: make([]int64, n)}
+	for i := range n {
+		b.IDs[i], b.Mask[i], b.Positions[i] = int64(100+i%800), 1, int64(i%sh.Tokens)
+	}
+	first, err := s.Run(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(first[0])
+	cancelled := 0
+	for range 20 {
+		ctx, cancel := context.WithCancel(t.Context())
+		go cancel()
+		if _, err := s.Run(ctx, b); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled run: %v", err)
+			}
+			cancelled++
+		}
+		got, err := s.Run(t.Context(), b)
+		if err != nil {
+			t.Fatalf("the run after a cancelled one: %v", err)
+		}
+		if !slices.Equal(got[0], want) {
+			t.Fatal("the run after a cancelled one gives other outputs")
+		}
+	}
+	t.Logf("%d of 20 runs cancelled", cancelled)
 }

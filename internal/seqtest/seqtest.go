@@ -29,9 +29,17 @@ type Engine struct {
 	Started, Down atomic.Int64
 	// Shapes, if set, are checked against each session's declared shapes.
 	Shapes func([]seq.Shape)
+	// Warm makes the engine a seq.WarmUpper.
+	Warm bool
 }
 
-var _ seq.Engine = (*Engine)(nil)
+var (
+	_ seq.Engine    = (*Engine)(nil)
+	_ seq.WarmUpper = (*Engine)(nil)
+)
+
+// WarmUp implements seq.WarmUpper: Warm.
+func (e *Engine) WarmUp() bool { return e.Warm }
 
 // ErrVocab reports an id past the vocabulary.
 var ErrVocab = errors.New("seqtest: token id out of the vocabulary")
