@@ -119,14 +119,21 @@ func TestPredictModelFolders(t *testing.T) {
 			}
 		})
 	}
-	// A pair column without its text column, and a classifier given
-	// --pooling, are refused by name.
-	for _, args := range [][]string{
-		{"--text-pair-column", "passage"},
-		{"--text-column", "query", "--pooling", "max"},
+	// A pair column without its text column, a classifier given
+	// --pooling, and windows past memory are refused by name.
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--text-pair-column", "passage"}, "--text-pair-column"},
+		{[]string{"--text-column", "query", "--pooling", "max"}, "--pooling"},
+		{[]string{"--window", "100000000"}, "--window"},
+		{[]string{"--window", "1099511627776"}, "--window"},
+		{[]string{"--window", "5000", "--max-memory", "1MiB"}, "--window"},
 	} {
+		args := c.args
 		_, stderr, err := drainpipe(append([]string{"predict", "--model", filepath.Join(folders, "cross-encoder"), "--input", "x.parquet", "--output", filepath.Join(t.TempDir(), "o.parquet")}, args...)...)
-		if err == nil || !strings.Contains(stderr, args[len(args)-2]) {
+		if err == nil || !strings.Contains(stderr, c.says) {
 			t.Errorf("%v: %v\n%s", args, err, stderr)
 		}
 	}
