@@ -8,13 +8,10 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/drainpipe/drainpipe/predict"
-	"github.com/drainpipe/drainpipe/serve/tritonpb"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
@@ -96,109 +93,6 @@ type fileState struct {
 	mod    time.Time
 	etag   string // an object's
 	config string // config.json as read
-}
-
-// Bounds on what a model's config.json may ask the server to allocate.
-const (
-	MaxBatchSize = 1 << 16
-	MaxSessions  = 256
-	MaxQueueRows = 1 << 22
-)
-
-// defaultFiles are the model file names of the formats drainpipe loads.
-var defaultFiles = []string{"model.dpmlp", "model.onnx"}
-
-// defaultMaxFileBytes bounds a model file's size by default.
-const defaultMaxFileBytes = 8 << 30
-
-// check refuses a config that asks for more than the bounds.
-func (c modelConfig) check() error {
-	for _, b := range c.BatchSizes {
-		if b < 1 || b > MaxBatchSize {
-			return fmt.Errorf("batch_sizes: %d, want 1 to %d", b, MaxBatchSize)
-		}
-	}
-	switch {
-	case c.Sessions < 0 || c.Sessions > MaxSessions:
-		return fmt.Errorf("sessions: %d, want 0 to %d", c.Sessions, MaxSessions)
-	case c.Replicas < 0 || c.Replicas > MaxSessions:
-		return fmt.Errorf("replicas: %d, want 0 to %d", c.Replicas, MaxSessions)
-	case c.QueueRows < 0 || c.QueueRows > MaxQueueRows:
-		return fmt.Errorf("queue_rows: %d, want 0 to %d", c.QueueRows, MaxQueueRows)
-	case c.VersionPolicy.Latest < 0:
-		return fmt.Errorf("version_policy.latest: %d, want 1 or more", c.VersionPolicy.Latest)
-	}
-	for _, v := range c.VersionPolicy.Specific {
-		if !versionName(v) {
-			return fmt.Errorf("version_policy.specific: %q is not a version (a positive integer)", v)
-		}
-	}
-	return nil
-}
-
-// versionName reports whether a folder name is a version: a positive
-// integer without leading zeros that fits in 63 bits (Triton's rule).
-func versionName(name string) bool {
-	if name == "" || name[0] < '1' || name[0] > '9' {
-		return false
-	}
-	_, err := strconv.ParseUint(name, 10, 63)
-	return err == nil
-}
-
-// modelConfig is a model's config.json.
-type modelConfig struct {
-	VersionPolicy struct {
-		Latest   int      `json:"latest"`
-		All      bool     `json:"all"`
-		Specific []string `json:"specific"`
-	} `json:"version_policy"`
-	BatchSizes []int    `json:"batch_sizes"`
-	MaxDelay   duration `json:"max_delay"`
-	QueueRows  int      `json:"queue_rows"`
-	Timeout    duration `json:"timeout"`
-	Sessions   int      `json:"sessions"`
-	Replicas   int      `json:"replicas"`
-
-	// triton is the model's config.pbtxt, if it has one: a loaded model
-	// is checked against it.
-	triton *tritonpb.ModelConfig
-}
-
-// duration is a JSON string such as "2ms".
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration such as \"2ms\", not %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	*d = duration(v)
-	return err
-}
-
-// apply sets the config's batching on a spec.
-func (c modelConfig) apply(spec *ModelSpec) {
-	if len(c.BatchSizes) > 0 {
-		// The largest is the batch size, whatever the model's loader said.
-		spec.Options = append(spec.Options, predict.WithBatchSize(c.BatchSizes[len(c.BatchSizes)-1]), predict.WithBatchSizes(c.BatchSizes...))
-	}
-	if c.Sessions > 0 {
-		spec.Options = append(spec.Options, predict.WithGroups(c.Sessions))
-	}
-	if c.Replicas > 0 {
-		spec.Options = append(spec.Options, predict.WithReplicas(c.Replicas))
-	}
-	if c.MaxDelay != 0 {
-		spec.Batching.MaxDelay = time.Duration(c.MaxDelay)
-	}
-	if c.QueueRows > 0 {
-		spec.Batching.QueueRows = c.QueueRows
-	}
-	if c.Timeout != 0 {
-		spec.Batching.Timeout = time.Duration(c.Timeout)
-	}
 }
 
 // repository loads and unloads a Repository's models into a server.
@@ -523,40 +417,4 @@ func (r *repository) poll(ctx context.Context) {
 			r.syncAll(ctx, true)
 		}
 	}
-}
-
-// indexEntry is one model version of the repository index.
-type indexEntry struct {
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
-	State   string `json:"state,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// index lists the repository's models: the versions served (READY), those
-// that failed to load (UNAVAILABLE, with the reason), and models in the
-// folder not loaded (no state).
-func (r *repository) index(ctx context.Context, readyOnly bool) ([]indexEntry, error) {
-	names, err := r.names(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []indexEntry
-	for _, name := range names {
-		versions := r.s.reg.versions(name)
-		for _, v := range versions {
-			out = append(out, indexEntry{Name: name, Version: v, State: "READY"})
-		}
-		for _, v := range slices.Sorted(maps.Keys(r.failed[name])) {
-			if !readyOnly && !slices.Contains(versions, v) {
-				out = append(out, indexEntry{Name: name, Version: v, State: "UNAVAILABLE", Reason: r.failed[name][v]})
-			}
-		}
-		if len(versions) == 0 && len(r.failed[name]) == 0 && !readyOnly {
-			out = append(out, indexEntry{Name: name})
-		}
-	}
-	return out, nil
 }
