@@ -96,16 +96,24 @@ func FuzzParquetTensorPath(f *testing.F) {
 
 // FuzzTensorRowBoundaries writes a list<float32> column whose rows the
 // input shapes — each byte a row: 0xff null, else its low 3 bits the
-// number of values (0: empty) and bit 3 a null value in it — in row groups
-// and reads of sizes the input picks, and reads it back with the
+// number of values (0: empty) and bit 3 a null value in it — in row groups,
+// pages and reads of sizes the input picks, and reads it back with the
 // project's decoder: every row as written, wherever irregular rows fall
-// against row group and read boundaries.
+// against row group, page and read boundaries. pages picks the writer's
+// batch of levels, (pages&31)+1, after which a page may end (inside a
+// row, on version 1 pages), bit 5 version 2 pages, bit 6 plain values
+// (the pages the decoder reads itself) rather than a dictionary.
 func FuzzTensorRowBoundaries(f *testing.F) {
-	f.Add([]byte{3, 3, 3, 4, 3, 3, 3, 3}, uint8(4), uint8(3))     // a long row ending a read
-	f.Add([]byte{2, 3, 3, 3, 3, 3, 3, 3}, uint8(8), uint8(1))     // a short first row, reads of one
-	f.Add([]byte{3, 3, 0xff, 3, 0, 3, 11, 3}, uint8(3), uint8(3)) // null, empty, null value on boundaries
-	f.Add([]byte{0, 0, 0, 0xff}, uint8(2), uint8(5))
-	f.Fuzz(func(t *testing.T, shape []byte, groupRows, readRows uint8) {
+	f.Add([]byte{3, 3, 3, 4, 3, 3, 3, 3}, uint8(4), uint8(3), uint8(0))     // a long row ending a read
+	f.Add([]byte{2, 3, 3, 3, 3, 3, 3, 3}, uint8(8), uint8(1), uint8(0))     // a short first row, reads of one
+	f.Add([]byte{3, 3, 0xff, 3, 0, 3, 11, 3}, uint8(3), uint8(3), uint8(0)) // null, empty, null value on boundaries
+	f.Add([]byte{0, 0, 0, 0xff}, uint8(2), uint8(5), uint8(0))
+	// Rows of 4, one of 7 cut 4 | 3 by the end of a version 1 page, one
+	// of 1: the group's levels divide by its rows, the first page looks
+	// like rows of 4.
+	f.Add([]byte{4, 4, 4, 4, 4, 4, 4, 7, 1}, uint8(9), uint8(8), uint8(64+3))
+	f.Add([]byte{4, 4, 4, 4, 4, 4, 4, 7, 1, 4, 4, 4}, uint8(12), uint8(9), uint8(64+32+3))
+	f.Fuzz(func(t *testing.T, shape []byte, groupRows, readRows, pages uint8) {
 		if len(shape) == 0 || len(shape) > 2000 {
 			return
 		}
@@ -125,7 +133,15 @@ func FuzzTensorRowBoundaries(f *testing.F) {
 			}
 		}
 		path := filepath.Join(t.TempDir(), "in.parquet")
-		writeListRows(t, path, rows, nullValue, max(int(groupRows), 1))
+		props := []parquet.WriterProperty{parquet.WithMaxRowGroupLength(int64(max(groupRows, 1))),
+			parquet.WithDataPageSize(64), parquet.WithBatchSize(int64(pages&31) + 1)}
+		if pages&32 != 0 {
+			props = append(props, parquet.WithDataPageVersion(parquet.DataPageV2))
+		}
+		if pages&64 != 0 {
+			props = append(props, parquet.WithDictionaryDefault(false))
+		}
+		writeListRows(t, path, rows, nullValue, parquet.NewWriterProperties(props...))
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
 		cols, n, err := readColumns(t, mem, path, fileset.WithReadRows(max(int(readRows), 1)), fileset.WithColumns("v"))
@@ -157,16 +173,15 @@ func FuzzTensorRowBoundaries(f *testing.F) {
 }
 
 // writeListRows writes rows (nil: null) as a nullable list<float32>
-// column "v", value nullValue[i] of row i null, in row groups of groupRows.
-func writeListRows(t *testing.T, path string, rows [][]float32, nullValue []int, groupRows int) {
+// column "v", value nullValue[i] of row i null, as props say.
+func writeListRows(t *testing.T, path string, rows [][]float32, nullValue []int, props *parquet.WriterProperties) {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true}}, nil)
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := pqarrow.NewFileWriter(schema, out, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(groupRows)),
-		parquet.WithDataPageSize(64)), pqarrow.DefaultWriterProps())
+	fw, err := pqarrow.NewFileWriter(schema, out, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
@@ -39,7 +40,7 @@ func TestParallelDecodingIsSequential(t *testing.T) {
 			}
 		}
 		path := filepath.Join(t.TempDir(), "in.parquet")
-		writeListRows(t, path, rows, nullValue, 1+rng.IntN(40))
+		writeListRows(t, path, rows, nullValue, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(1+rng.IntN(40))), parquet.WithDataPageSize(64)))
 		readRows := fileset.WithReadRows(1 + rng.IntN(50))
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		one, n1, err1 := readColumns(t, mem, path, readRows, fileset.WithDecoders(1))

@@ -83,7 +83,7 @@ func (t *tensorColumn) finished() (err error) {
 	defer t.recoverAt(&err)
 	for {
 		if t.pages != nil {
-			if len(t.pageVals) > 0 || t.pages.Next() {
+			if len(t.pageVals) > 0 || len(t.held) > 0 || t.pages.Next() {
 				return t.errorf("%w: row group %d holds more levels than its %d rows", errTensorColumn, t.sel.groups[t.g], t.groupRows())
 			}
 			if err := t.pages.Err(); err != nil {
@@ -117,7 +117,8 @@ func (t *tensorColumn) finished() (err error) {
 func (t *tensorColumn) closeChunk() {
 	if t.pages != nil {
 		t.pages.Close()
-		t.pages, t.pageVals = nil, nil
+		t.pages, t.pageVals, t.holdLast = nil, nil, false
+		t.held = t.held[:0]
 	}
 	if t.cr != nil {
 		t.cr.Close()
@@ -130,29 +131,74 @@ func (t *tensorColumn) closeChunk() {
 // only checked (uniformPage). It returns the rows taken, after which
 // t.pages is nil if the chunk ended (every row it declares read, or an
 // error) or its next page is not uniform (t.cr then reads on).
+//
+// A version 1 page may end inside a row that the next page goes on with,
+// and its levels cannot tell: its last row is held (t.held) until the
+// next page starts a row, or the chunk ends. If the next page is not
+// uniform, the column reader reads the held row again, whole.
 func (t *tensorColumn) fromPages(a *assembly, values *memory.Buffer, nv int, want int64) (int64, error) {
-	k := t.width
-	for len(t.pageVals) == 0 {
+	rowBytes := int(t.width) * arrow.Float32SizeBytes
+	for t.pageRows(rowBytes) == 0 {
+		if t.holdLast && len(t.pageVals) > 0 {
+			t.held = append(t.held[:0], t.pageVals...) // the page's buffer goes with Next
+			t.pageVals = nil
+		}
 		if !t.pages.Next() {
 			if err := t.pages.Err(); err != nil {
 				return 0, t.errorf("%w", err)
+			}
+			var m int64
+			if len(t.held) > 0 { // the chunk's end ends its last row
+				var err error
+				if m, err = t.takeRows(a, values, nv, t.held, 1); err != nil {
+					return 0, err
+				}
+				t.held = t.held[:0]
 			}
 			t.closeChunk()
 			if t.begun != t.groupRows() {
 				return 0, t.errorf("%w: row group %d declares %d rows, its chunk holds %d", errTensorColumn, t.sel.groups[t.g], t.groupRows(), t.begun)
 			}
-			return 0, nil
+			return m, nil
 		}
-		vals, ok := t.uniformPage(t.pages.Page())
+		pg := t.pages.Page()
+		vals, ok := t.uniformPage(pg)
 		if !ok {
+			t.held = t.held[:0]
 			return 0, t.fallBack()
 		}
 		if t.counts != nil {
 			t.counts.uniform.Add(1)
 		}
+		_, t.holdLast = pg.(*file.DataPageV1)
 		t.pageVals = vals
+		if len(t.held) > 0 { // the page starts a row: the held one ended with its page
+			m, err := t.takeRows(a, values, nv, t.held, 1)
+			t.held = t.held[:0]
+			return m, err
+		}
 	}
-	m := min(int64(len(t.pageVals))/(4*k), want, (math.MaxInt32-a.slots)/k)
+	m, err := t.takeRows(a, values, nv, t.pageVals, min(int64(t.pageRows(rowBytes)), want))
+	t.pageVals = t.pageVals[int(m)*rowBytes:]
+	return m, err
+}
+
+// pageRows is the rows of the page being read that may be given out.
+func (t *tensorColumn) pageRows(rowBytes int) int {
+	n := len(t.pageVals) / rowBytes
+	if t.holdLast && n > 0 {
+		n--
+	}
+	return n
+}
+
+// takeRows gives out up to m rows of width values from src: their values
+// into values from value nv on, their rows into a. It returns the rows
+// taken: fewer than m if the row group declares fewer, none (an error)
+// if it declares no more.
+func (t *tensorColumn) takeRows(a *assembly, values *memory.Buffer, nv int, src []byte, m int64) (int64, error) {
+	k := t.width
+	m = min(m, (math.MaxInt32-a.slots)/k)
 	if left := t.groupRows() - t.begun; m > left {
 		if left == 0 {
 			return 0, t.errorf("%w: row group %d holds more rows than the %d it declares", errTensorColumn, t.sel.groups[t.g], t.groupRows())
@@ -166,8 +212,7 @@ func (t *tensorColumn) fromPages(a *assembly, values *memory.Buffer, nv int, wan
 	if need := nv*arrow.Float32SizeBytes + size; need > values.Len() {
 		values.Resize(max(need, 2*values.Len()))
 	}
-	copy(values.Bytes()[nv*arrow.Float32SizeBytes:], t.pageVals[:size])
-	t.pageVals = t.pageVals[size:]
+	copy(values.Bytes()[nv*arrow.Float32SizeBytes:], src[:size])
 	a.rows(m, int(k))
 	t.begun += m
 	t.row += m
@@ -240,7 +285,8 @@ func (t *tensorColumn) fallBack() error {
 		t.counts.fallBacks.Add(1)
 	}
 	t.pages.Close()
-	t.pages, t.pageVals = nil, nil
+	t.pages, t.pageVals, t.holdLast = nil, nil, false
+	t.held = t.held[:0]
 	if err := t.openColumnReader(); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ type tensorFile struct {
 	props              []parquet.WriterProperty
 	nullRow, emptyRow  int
 	nullValue, ragged  int
+	sizes              map[int]int // a list's rows of other lengths than k
 }
 
 func regularFile(rows, groupRows, k int) tensorFile {
@@ -74,6 +75,9 @@ func (tf tensorFile) write(t *testing.T, path string) {
 				n = 0
 			case tf.ragged:
 				n = tf.k + 1
+			}
+			if size, ok := tf.sizes[i]; ok {
+				n = size
 			}
 			var vals *array.Float32Builder
 			if tf.list {
@@ -178,6 +182,20 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		"k 64, small pages, required": with(regularFile(1000, 100, 64), func(tf *tensorFile) {
 			tf.required, tf.props = true, []parquet.WriterProperty{parquet.WithDataPageSize(2048), parquet.WithDictionaryDefault(false)}
 		}),
+		// Version 1 pages may end inside a row. Here a row of 15 values
+		// is cut 8 | 7, and the chunk's levels divide by its rows (1,032
+		// over 129): the first page looks like 128 rows of 8.
+		"v1 page ends inside a list row": {rows: 129, groupRows: 129, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1,
+			sizes: map[int]int{127: 15, 128: 1}, props: []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithDictionaryDefault(false)}},
+		"v1 pages end inside fixed rows": with(regularFile(1000, 300, 10), func(tf *tensorFile) {
+			tf.props = []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithBatchSize(64), parquet.WithDictionaryDefault(false)}
+		}),
+		"v1 pages end inside list rows": with(regularFile(1000, 300, 10), func(tf *tensorFile) {
+			tf.list, tf.props = true, []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithBatchSize(64), parquet.WithDictionaryDefault(false)}
+		}),
+		"v2 pages, rows of 10": with(regularFile(1000, 300, 10), func(tf *tensorFile) {
+			tf.list, tf.props = true, []parquet.WriterProperty{parquet.WithDataPageSize(256), parquet.WithBatchSize(64), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDictionaryDefault(false)}
+		}),
 		"k 10, uncompressed": with(regularFile(1000, 100, 10), func(tf *tensorFile) {
 			tf.props = []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDictionaryDefault(false)}
 		}),
@@ -195,6 +213,8 @@ func TestTensorPathMatchesPqarrow(t *testing.T) {
 		"features, id":        {fileset.WithColumns("features", "id")},
 		"shard 1/3, 37 rows":  {fileset.WithShard(fileset.Shard{Index: 1, Count: 3}), fileset.WithReadRows(37)},
 		"reads across groups": {fileset.WithReadRows(150)},
+		"128 rows a read":     {fileset.WithReadRows(128)},
+		"129 rows a read":     {fileset.WithReadRows(129)},
 	}
 	for name, tf := range files {
 		path := filepath.Join(t.TempDir(), "in.parquet")
@@ -265,7 +285,7 @@ func TestTensorPathCoverage(t *testing.T) {
 }
 
 // A float list column's pages whose levels are those of rows of one width
-// are read without expanding them: every page of a regular file (a
+// are read without expanding them, to the values pqarrow reads: every page of a regular file (a
 // fixed_size_list's, or a list's whose rows are alike); in a file
 // with a null value, the pages before its page, then the column reader
 // from that page on (with its rows before skipped); in a file of another
@@ -282,6 +302,10 @@ func TestTensorPagesUniform(t *testing.T) {
 		{"list", tensorFile{rows: 1000, groupRows: 100, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1, props: noDict}, true, false},
 		// Its group's levels do not divide by its rows: read as before.
 		{"list, a ragged row", tensorFile{rows: 1000, groupRows: 100, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: 420, props: noDict}, true, false},
+		// A row cut by the end of a version 1 page: the page's rows before
+		// it, then the column reader from it on.
+		{"list, a page ends inside a row", tensorFile{rows: 1000, groupRows: 1000, k: 8, list: true, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1,
+			sizes: map[int]int{127: 15, 128: 1}, props: noDict}, true, true},
 		{"byte stream split", tensorFile{rows: 1000, groupRows: 100, k: 8, nullRow: -1, emptyRow: -1, nullValue: -1, ragged: -1,
 			props: []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("features.list.element", parquet.Encodings.ByteStreamSplit)}}, false, true},
 	} {
@@ -294,6 +318,16 @@ func TestTensorPagesUniform(t *testing.T) {
 			defer releaseAll(cols)
 			if err != nil || rows != 1000 {
 				t.Fatalf("%d rows, %v", rows, err)
+			}
+			want, _, err := readColumns(t, mem, path, fileset.WithPqarrowOnly(), fileset.WithReadRows(37))
+			defer releaseAll(want)
+			if err != nil || len(want) != len(cols) {
+				t.Fatalf("pqarrow: %d columns, %v", len(want), err)
+			}
+			for i := range want {
+				if !array.Equal(cols[i], want[i]) {
+					t.Fatalf("column %d differs from pqarrow's", i)
+				}
 			}
 			if got := counts.Uniform() > 0; got != c.uniform {
 				t.Errorf("%d pages read uniform, want some: %t", counts.Uniform(), c.uniform)

@@ -45,6 +45,8 @@ func (f corpusFile) row(i int64) (vals []float32, nulls []bool) {
 		n = 0
 	case "ragged":
 		n = f.K + 1
+	case "short":
+		n = f.K - 1
 	}
 	vals, nulls = make([]float32, n), make([]bool, n)
 	for j := range vals {

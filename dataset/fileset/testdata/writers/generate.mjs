@@ -6,8 +6,8 @@
 //
 // Row i holds value(i, j) at j = 0..k-1, but for the irregular rows the
 // manifest names: "null" (a null row), "empty" (no values), "ragged"
-// (k+1 values), "nullvalue" (value 1 null), "nan" (value 1 NaN). Values
-// are exact in float32.
+// (k+1 values), "short" (k-1 values), "nullvalue" (value 1 null), "nan"
+// (value 1 NaN). Values are exact in float32.
 import { mkdirSync, writeFileSync, rmSync } from 'node:fs'
 import { DuckDBInstance } from '@duckdb/node-api'
 import * as arrow from 'apache-arrow'
@@ -26,7 +26,7 @@ function rowValues(i, k, irregular) {
   const kind = irregular[i]
   if (kind === 'null') return null
   if (kind === 'empty') return []
-  const n = kind === 'ragged' ? k + 1 : k
+  const n = kind === 'ragged' ? k + 1 : kind === 'short' ? k - 1 : k
   const row = []
   for (let j = 0; j < n; j++) row.push(value(i, j))
   if (kind === 'nullvalue') row[1] = null
@@ -41,6 +41,13 @@ function spread(rows, kinds) {
   const irregular = {}
   kinds.forEach((kind, n) => { irregular[at[n % at.length] + Math.floor(n / at.length)] = kind })
   return irregular
+}
+
+// A ragged and a short row in each of the first two row groups of
+// groupRows: each group's values divide by its rows, so a reader cannot
+// tell from the metadata that its rows are not alike, only from its pages.
+function balanced(groupRows) {
+  return { 5: 'ragged', [groupRows - 3]: 'short', [groupRows + 1]: 'short', [groupRows + 2]: 'ragged' }
 }
 
 const manifest = []
@@ -116,11 +123,15 @@ function arrowRs() {
     { name: 'arrowrs-list-irregular-bss-v2.parquet', rows: 6000, k: 5, groupRows: 700, pageBytes: 512, bss: true, v2: true,
       irregular: spread(6000, ['empty', 'null', 'ragged', 'nullvalue', 'nan', 'null']) },
     { name: 'arrowrs-list.parquet', rows: 8000, k: 8, groupRows: 3000, irregular: {} },
+    // Small plain pages (arrow-rs ends a page only where a row starts).
+    { name: 'arrowrs-list-pages.parquet', rows: 3000, k: 4, groupRows: 1000, pageBytes: 256, plain: true, irregular: balanced(1000) },
+    { name: 'arrowrs-fixed-pages-v2.parquet', rows: 3000, k: 4, fixed: true, groupRows: 1000, pageBytes: 256, plain: true, v2: true, irregular: {} },
   ]
   for (const f of files) {
     const table = arrowTable(f.rows, f.k, f.irregular, f.fixed)
     let props = new pqwasm.WriterPropertiesBuilder().setMaxRowGroupSize(f.groupRows).setCompression(pqwasm.Compression.SNAPPY)
     if (f.pageBytes) props = props.setDataPageSizeLimit(f.pageBytes).setWriteBatchSize(64)
+    if (f.plain) props = props.setDictionaryEnabled(false)
     if (f.bss) props = props.setDictionaryEnabled(false).setColumnEncoding('v.list.item', pqwasm.Encoding.BYTE_STREAM_SPLIT)
     if (f.v2) props = props.setWriterVersion(pqwasm.WriterVersion.V2)
     const wasmTable = pqwasm.Table.fromIPCStream(arrow.tableToIPC(table, 'stream'))
@@ -136,6 +147,8 @@ function hyparquet() {
     { name: 'hyparquet-list-irregular.parquet', rows: 5000, k: 3, groupRows: 1000,
       irregular: spread(5000, ['null', 'empty', 'ragged', 'nullvalue', 'nan', 'empty']) },
     { name: 'hyparquet-list.parquet', rows: 5000, k: 6, groupRows: [700, 2000], irregular: {} },
+    // Pages of ~200 bytes (hyparquet-writer ends a page only where a row starts).
+    { name: 'hyparquet-list-pages.parquet', rows: 3000, k: 4, groupRows: 1000, pageSize: 200, irregular: balanced(1000) },
   ]
   for (const f of files) {
     const ids = [], v = []
@@ -154,7 +167,7 @@ function hyparquet() {
         { name: 'element', type: 'FLOAT', repetition_type: 'OPTIONAL' },
       ],
       rowGroupSize: f.groupRows,
-      pageSize: 4096,
+      pageSize: f.pageSize ?? 4096,
     })
     const sizes = Array.isArray(f.groupRows) ? f.groupRows : [f.groupRows]
     let groups = 0
@@ -166,13 +179,23 @@ function hyparquet() {
 // parquetjs: a bare repeated FLOAT (the legacy two-level list); it stores
 // no null list, so its irregular rows are empty, ragged and NaN ones.
 async function parquetJS() {
-  const f = { name: 'parquetjs-repeated.parquet', rows: 5000, k: 4, groupRows: 1200,
-    irregular: spread(5000, ['empty', 'ragged', 'nan', 'ragged', 'empty']) }
+  const files = [
+    { name: 'parquetjs-repeated.parquet', rows: 5000, k: 4, groupRows: 1200,
+      irregular: spread(5000, ['empty', 'ragged', 'nan', 'ragged', 'empty']) },
+    // Pages of 7 rows, version 1 and 2.
+    { name: 'parquetjs-repeated-pages.parquet', rows: 3000, k: 4, groupRows: 1000, pageRows: 7, irregular: balanced(1000) },
+    { name: 'parquetjs-repeated-pages-v2.parquet', rows: 3000, k: 4, groupRows: 1000, pageRows: 7, v2: true, irregular: balanced(1000) },
+  ]
   const schema = new parquetjs.ParquetSchema({ id: { type: 'INT64' }, v: { type: 'FLOAT', repeated: true } })
-  const w = await parquetjs.ParquetWriter.openFile(schema, out + f.name, { rowGroupSize: f.groupRows })
-  for (let i = 0; i < f.rows; i++) await w.appendRow({ id: BigInt(i), v: rowValues(i, f.k, f.irregular) })
-  await w.close()
-  record(f.name, '@dsnp/parquetjs 1.8.9', { rows: f.rows, k: f.k, irregular: f.irregular, rowGroups: Math.ceil(f.rows / f.groupRows) })
+  for (const f of files) {
+    const opts = { rowGroupSize: f.groupRows }
+    if (f.pageRows) opts.pageSize = f.pageRows
+    if (f.pageRows && !f.v2) opts.useDataPageV2 = false // parquetjs writes version 2 pages unless told
+    const w = await parquetjs.ParquetWriter.openFile(schema, out + f.name, opts)
+    for (let i = 0; i < f.rows; i++) await w.appendRow({ id: BigInt(i), v: rowValues(i, f.k, f.irregular) })
+    await w.close()
+    record(f.name, '@dsnp/parquetjs 1.8.9', { rows: f.rows, k: f.k, irregular: f.irregular, rowGroups: Math.ceil(f.rows / f.groupRows) })
+  }
 }
 
 // Apache Arrow JS: IPC files and streams in several record batches.
