@@ -128,7 +128,9 @@ func TestFolderOutputLeavesForeignFolders(t *testing.T) {
 	input, m := setup(t, mem, 100)
 	out := t.TempDir()
 	mine := filepath.Join(out, "notes.txt")
-	os.WriteFile(mine, []byte("mine"), 0o644)
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, overwrite := range []bool{false, true} {
 		cfg := config(mem, input, out, m)
 		cfg.Overwrite = overwrite
@@ -142,7 +144,9 @@ func TestFolderOutputLeavesForeignFolders(t *testing.T) {
 	// A run killed while writing its first manifest leaves only the
 	// manifest's temporary file: the folder is still the job's.
 	out2 := t.TempDir()
-	os.WriteFile(filepath.Join(out2, "._manifest.json.tmp-123"), []byte("{"), 0o644)
+	if err := os.WriteFile(filepath.Join(out2, "._manifest.json.tmp-123"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := job.Run(t.Context(), config(mem, input, out2+"/", m)); err != nil {
 		t.Fatalf("a folder holding a killed run's temporary manifest: %v", err)
 	}

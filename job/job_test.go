@@ -173,7 +173,9 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	}
 	want := arrowtest.ReadFile(t, out)
 	os.MkdirAll(out+".parts", 0o755)
-	os.WriteFile(filepath.Join(out+".parts", "manifest.json"), manifest, 0o644)
+	if err := os.WriteFile(filepath.Join(out+".parts", "manifest.json"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	sum, err := job.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +195,9 @@ func TestResumeAfterOutputWritten(t *testing.T) {
 	// A removal of the parts cut short leaves parts without a manifest:
 	// resuming the complete job removes them.
 	os.MkdirAll(out+".parts", 0o755)
-	os.WriteFile(filepath.Join(out+".parts", "part-000003.arrow"), []byte("left"), 0o644)
+	if err := os.WriteFile(filepath.Join(out+".parts", "part-000003.arrow"), []byte("left"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if sum, err = job.Run(t.Context(), cfg); err != nil || !sum.AlreadyComplete || sum.Rows != 500 {
 		t.Fatalf("resuming with parts left and no manifest: %+v, %v", sum, err)
 	}
@@ -255,7 +259,9 @@ func TestBadJobs(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.parquet")
 	notDir := filepath.Join(dir, "file")
-	os.WriteFile(notDir, nil, 0o644)
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	wide, _ := cpu.NewMLP([]int{width + 1, 3}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
 	cases := []struct {
 		name string

@@ -115,7 +115,8 @@ func TestLockLostAnswerAndFailedRelease(t *testing.T) {
 	proxy.Lock()
 	proxy.DropAnswers = s3test.FirstAnswer("PUT", "/.out.lock")
 	proxy.Unlock()
-	if _, err := lockOutput(t.Context(), t.Context(), store, proxy.URL("locks", "out/"), false); err != nil {
+	held, err := lockOutput(t.Context(), t.Context(), store, proxy.URL("locks", "out/"), false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Taken over by a breaker while held: the holder's check and release
@@ -126,9 +127,15 @@ func TestLockLostAnswerAndFailedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("breaking a held lock: %v", err)
 	}
+	if err := held.check(); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("the holder's check after a take-over: %v, want ErrLockLost", err)
+	}
+	if err := held.release(t.Context()); !errors.Is(err, ErrLockLost) || !errors.Is(err, ErrLockRelease) {
+		t.Fatalf("the holder's release after a take-over: %v, want ErrLockRelease and ErrLockLost", err)
+	}
 	l, err = lockOutput(t.Context(), t.Context(), store, output, false)
 	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("a third job while the breaker holds the lock: %v, want ErrLocked", err)
+		t.Fatalf("a third job while the breaker holds the lock: %v, want ErrLocked (the holder's release left it)", err)
 	}
 	proxy.Lock()
 	proxy.FailDeletes = true

@@ -520,4 +520,22 @@ func TestWithText(t *testing.T) {
 	if i != len(texts) {
 		t.Fatalf("%d rows out", i)
 	}
+
+	b = array.NewRecordBuilder(mem, schema)
+	b.Field(0).(*array.StringBuilder).AppendValues(texts, []bool{true, true, false, true})
+	nulls := b.NewRecordBatch()
+	b.Release()
+	defer nulls.Release()
+	var err2 error
+	for r := range p.Predict(context.Background(), dataset.FromRecords(schema, nulls)) {
+		if r.Err != nil {
+			err2 = r.Err
+			continue
+		}
+		r.Record.Release()
+	}
+	var re *device.RowError
+	if !errors.As(err2, &re) || re.Row != 2 || re.Column != "body" {
+		t.Fatalf("a null text: %v, want a row error at row 2 of column body", err2)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -218,4 +219,12 @@ func flat(rs [][]float32) []float32 {
 		out = append(out, r...)
 	}
 	return out
+}
+
+// writeFile writes a test's file, failing the test if it cannot.
+func writeFile(t testing.TB, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

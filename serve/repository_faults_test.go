@@ -90,7 +90,7 @@ func TestRepositoryKeepsWhatItServes(t *testing.T) {
 		}, func() { os.RemoveAll(filepath.Join(dir, "4")) }, "not a regular file"},
 		{"a config over the bounds", func() {
 			tr.put(t, "mlp", "5", "55")
-			os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"batch_sizes": [1, 1000000000]}`), 0o644)
+			writeFile(t, filepath.Join(dir, "config.json"), `{"batch_sizes": [1, 1000000000]}`)
 		}, func() { os.Remove(filepath.Join(dir, "config.json")); os.RemoveAll(filepath.Join(dir, "5")) }, "batch_sizes: 1000000000"},
 	}
 	for _, f := range faults {
@@ -154,7 +154,7 @@ func TestRepositoryFolderRules(t *testing.T) {
 	dir := filepath.Join(tr.dir, "mlp")
 	for _, stray := range []string{"model.json", "model.seed.part", "model.seed.tmp"} {
 		os.MkdirAll(filepath.Join(dir, "7"), 0o755)
-		os.WriteFile(filepath.Join(dir, "7", stray), []byte("77"), 0o644)
+		writeFile(t, filepath.Join(dir, "7", stray), "77")
 	}
 	for _, name := range []string{"0", "01", "123456789012345678901", "v2"} {
 		tr.put(t, "mlp", name, "99")
@@ -167,12 +167,12 @@ func TestRepositoryFolderRules(t *testing.T) {
 	// A file written in two steps, a poll between them: not loaded half
 	// written.
 	os.MkdirAll(filepath.Join(dir, "8"), 0o755)
-	os.WriteFile(filepath.Join(dir, "8", "model.seed"), []byte("8"), 0o644)
+	writeFile(t, filepath.Join(dir, "8", "model.seed"), "8")
 	r.poll(t)
 	if v := r.servedVersion(t); v != "1" {
 		t.Fatalf("a file seen once: version %s answers, want 1", v)
 	}
-	os.WriteFile(filepath.Join(dir, "8", "model.seed"), []byte("88"), 0o644)
+	writeFile(t, filepath.Join(dir, "8", "model.seed"), "88")
 	os.Chtimes(filepath.Join(dir, "8", "model.seed"), time.Now(), time.Now().Add(time.Second))
 	r.poll(t)
 	if v := r.servedVersion(t); v != "1" {
@@ -185,7 +185,7 @@ func TestRepositoryFolderRules(t *testing.T) {
 	// A linked version folder.
 	target := filepath.Join(t.TempDir(), "release")
 	os.MkdirAll(target, 0o755)
-	os.WriteFile(filepath.Join(target, "model.seed"), []byte("9"), 0o644)
+	writeFile(t, filepath.Join(target, "model.seed"), "9")
 	if err := os.Symlink(target, filepath.Join(dir, "9")); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRepositoryFolderRules(t *testing.T) {
 		t.Fatalf("a linked version folder: version %s answers, want 9", v)
 	}
 	// An edited config.json reloads the version with it.
-	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"batch_sizes": [4]}`), 0o644)
+	writeFile(t, filepath.Join(dir, "config.json"), `{"batch_sizes": [4]}`)
 	r.poll(t)
 	r.poll(t)
 	m, ok := r.srv.reg.find("mlp", "9", false)

@@ -100,7 +100,7 @@ func TestRepositoryExplicit(t *testing.T) {
 	if got := index(); got != "mlp 2 READY" || version() != "2" {
 		t.Fatalf("after loading version 2: %s", got)
 	}
-	os.WriteFile(filepath.Join(tr.dir, "mlp", "config.json"), []byte(`{"version_policy": {"all": true}, "max_delay": "1ms"}`), 0o644)
+	writeFile(t, filepath.Join(tr.dir, "mlp", "config.json"), `{"version_policy": {"all": true}, "max_delay": "1ms"}`)
 	r.do(t, "POST", "/v2/repository/models/mlp/load", nil, nil)
 	var meta modelMetadataJSON
 	if code, _ := r.do(t, "GET", "/v2/models/mlp", nil, &meta); code != 200 || strings.Join(meta.Versions, ",") != "1,2" {

@@ -26,8 +26,8 @@ func tritonRepository(t *testing.T, configs map[string]string) Repository {
 		if err := os.MkdirAll(filepath.Join(dir, name, "1"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, name, "1", "model.seed"), []byte("7"), 0o644)
-		os.WriteFile(filepath.Join(dir, name, "config.pbtxt"), []byte(config), 0o644)
+		writeFile(t, filepath.Join(dir, name, "1", "model.seed"), "7")
+		writeFile(t, filepath.Join(dir, name, "config.pbtxt"), config)
 	}
 	mem := arrowtest.Allocator(t)
 	return Repository{Dir: dir, Files: []string{"model.seed"}, Load: func(_ context.Context, path string) (ModelSpec, error) {
@@ -146,8 +146,8 @@ func TestTritonConfigRefusals(t *testing.T) {
 // both files set is refused.
 func TestTritonConfigWithConfigJSON(t *testing.T) {
 	repo := tritonRepository(t, map[string]string{"a": "max_batch_size: 8", "b": "max_batch_size: 8"})
-	os.WriteFile(filepath.Join(repo.Dir, "a", "config.json"), []byte(`{"replicas": 2}`), 0o644)
-	os.WriteFile(filepath.Join(repo.Dir, "b", "config.json"), []byte(`{"batch_sizes": [16]}`), 0o644)
+	writeFile(t, filepath.Join(repo.Dir, "a", "config.json"), `{"replicas": 2}`)
+	writeFile(t, filepath.Join(repo.Dir, "b", "config.json"), `{"batch_sizes": [16]}`)
 	r := serveTest(t, nil, WithRepository(repo), WithExitOnError(false))
 	got := r.indexText(t)
 	if !strings.Contains(got, "a 1 READY") || !strings.Contains(got, "config.json sets batch_sizes, which config.pbtxt sets too") {

@@ -37,12 +37,16 @@ func golden(t testing.TB, family, name string) (texts, pairs []*string, want []g
 			t.Fatal(err)
 		}
 		var text string
-		json.Unmarshal(line["text"], &text)
+		if err := json.Unmarshal(line["text"], &text); err != nil {
+			t.Fatalf("corpus line %d: text: %v", len(texts)+1, err)
+		}
 		texts = append(texts, &text)
 		var pair *string
 		if raw, ok := line["pair"]; ok {
 			pair = new(string)
-			json.Unmarshal(raw, pair)
+			if err := json.Unmarshal(raw, pair); err != nil {
+				t.Fatalf("corpus line %d: pair: %v", len(texts), err)
+			}
 		}
 		pairs = append(pairs, pair)
 		var e goldenEncoding

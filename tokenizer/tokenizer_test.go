@@ -145,22 +145,43 @@ func checkEncoding(t *testing.T, tok *Tokenizer, a, b string) {
 	}
 }
 
-// A hostile text — a million letters without a space, one piece for
+// A hostile text — 917,504 letters without a space, one piece for
 // byte-level BPE — encodes (in n log n merges: the quadratic loop this
-// replaced did not finish), to the tokens the same text gives in parts.
+// replaced did not finish), to the tokens the same text gives in parts:
+// for BPE and Unigram, "licence" × 16's head and tail, and between them
+// the tokens of eight more "licence" over and over; for WordPiece one
+// unknown token, the word being over its 100 characters.
 func TestLongWord(t *testing.T) {
+	const reps = 1 << 17
 	for _, name := range []string{"bpe-roberta", "bert-uncased", "unigram-nfkc"} {
 		tok, err := LoadFile("testdata/" + name + ".json")
 		if err != nil {
 			t.Fatal(err)
 		}
-		long := strings.Repeat("licence", 1<<17)
+		long := strings.Repeat("licence", reps)
 		e := must(t, tok, long)
-		if len(e.IDs) < 3 {
-			t.Fatalf("%s: %d tokens", name, len(e.IDs))
-		}
 		if o := e.Offsets[len(e.Offsets)-2]; o[1] != len(long) {
 			t.Fatalf("%s: the last token ends at %d of %d", name, o[1], len(long))
+		}
+		c8 := must(t, tok, strings.Repeat("licence", 8)).IDs
+		c16 := must(t, tok, strings.Repeat("licence", 16)).IDs
+		if name == "bert-uncased" {
+			want := []int64{c8[0], int64(tok.model.(*wordPiece).unk), c8[len(c8)-1]}
+			if !slices.Equal(e.IDs, want) {
+				t.Fatalf("%s: %v, want %v", name, e.IDs, want)
+			}
+			continue
+		}
+		q := len(c16) - len(c8) // the tokens of eight more
+		head, tail := len(c8)-1, q+1
+		got := e.IDs
+		if len(got) != len(c8)+q*(reps/8-1) || !slices.Equal(got[:head], c16[:head]) || !slices.Equal(got[len(got)-tail:], c16[len(c16)-tail:]) {
+			t.Fatalf("%s: %d tokens, want %d, with \"licence\" × 16's head and tail", name, len(got), len(c8)+q*(reps/8-1))
+		}
+		for i := head; i < len(got)-tail; i++ {
+			if got[i] != c16[head+(i-head)%q] {
+				t.Fatalf("%s: token %d is %d, not the parts' %d", name, i, got[i], c16[head+(i-head)%q])
+			}
 		}
 	}
 }

@@ -23,14 +23,28 @@ import (
 func TestBadInputOneLineErrors(t *testing.T) {
 	dir := fixture(t, 300, 8, 4)
 	model := filepath.Join(dir, "model.dpmlp")
-	os.WriteFile(filepath.Join(dir, "corrupt.dpmlp"), []byte("DPMLP\x00\x00\x01 damaged"), 0o644)
-	os.WriteFile(filepath.Join(dir, "trunc.parquet"), []byte("PAR1xxxx"), 0o644)
-	os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "nulls.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,,5,6,7,8\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "nan.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "late.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "corrupt.dpmlp"), []byte("DPMLP\x00\x00\x01 damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trunc.parquet"), []byte("PAR1xxxx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nulls.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nan.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "late.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	notDir := filepath.Join(dir, "plainfile")
-	os.WriteFile(notDir, nil, 0o644)
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	wide, _ := cpu.NewMLP([]int{9, 2}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
 	wide.SaveFile(filepath.Join(dir, "wide.dpmlp"))
 	in := filepath.Join(dir, "in-*.parquet")
@@ -181,7 +195,9 @@ func TestDemo(t *testing.T) {
 func TestFeatureColumnForMLP(t *testing.T) {
 	dir := fixture(t, 10, 8, 4)
 	in := filepath.Join(dir, "in.csv")
-	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n"), 0o644)
+	if err := os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stdout, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", in,
 		"--output", filepath.Join(dir, "out.parquet"), "--features", "f*", "--feature-column", "pixels", "--quiet")
 	if err != nil || !strings.Contains(stdout, "rows=2 ") {
@@ -194,7 +210,9 @@ func TestFeatureColumnForMLP(t *testing.T) {
 func TestSetAsideCLI(t *testing.T) {
 	dir := fixture(t, 10, 8, 4)
 	in := filepath.Join(dir, "in.csv")
-	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644)
+	if err := os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.parquet")
 	aside := filepath.Join(dir, "aside.parquet")
 	stdout, stderr, err := drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", in, "--output", out,
@@ -219,7 +237,9 @@ func TestSetAsideCLI(t *testing.T) {
 func TestCSVFeatureValueInSample(t *testing.T) {
 	dir := fixture(t, 10, 8, 4)
 	in := filepath.Join(dir, "in.csv")
-	os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644)
+	if err := os.WriteFile(in, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n4,1,2,3,4,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	model := filepath.Join(dir, "model.dpmlp")
 	out, aside := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "aside.parquet")
 	stdout, stderr, err := drainpipe("predict", "--model", model, "--input", in, "--output", out,
@@ -312,7 +332,9 @@ func TestCLIEdges(t *testing.T) {
 	}
 
 	csv := filepath.Join(dir, "in.csv")
-	os.WriteFile(csv, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n"), 0o644)
+	if err := os.WriteFile(csv, []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, stderr, err = drainpipe("predict", "--model", filepath.Join(dir, "model.dpmlp"), "--input", csv, "--output", filepath.Join(dir, "c.parquet"),
 		"--features", "f*", "--keep", "f0")
 	if err == nil || !strings.Contains(stderr, `--keep f0 matches --features "f*"`) {
@@ -383,7 +405,9 @@ func TestNoCommandWritesOverAnInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	csv := filepath.Join(dir, "train.csv")
-	os.WriteFile(csv, []byte("f0,f1,label\n1,2,0\n2,1,1\n3,3,0\n"), 0o644)
+	if err := os.WriteFile(csv, []byte("f0,f1,label\n1,2,0\n2,1,1\n3,3,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.parquet")
 	for _, c := range []struct {
 		name string
@@ -405,7 +429,9 @@ func TestNoCommandWritesOverAnInput(t *testing.T) {
 		}
 	}
 	other := filepath.Join(dir, "stats.json")
-	os.WriteFile(other, []byte("not ours"), 0o644)
+	if err := os.WriteFile(other, []byte("not ours"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, stderr, err := drainpipe(predictArgs(dir, out, "--stats-json", other)...); err == nil || !strings.Contains(stderr, "--stats-json "+other+" exists: --overwrite replaces it") {
 		t.Fatalf("--stats-json onto an existing file: %v %q", err, stderr)
 	}

@@ -124,7 +124,9 @@ func TestServeRepositoryShellFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(half, data[:len(data)/2], 0o644)
+	if err := os.WriteFile(half, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	sh := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {

@@ -34,7 +34,9 @@ func TestCSVTypesFromSample(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%d,%s,%v,%s,\n", i, x, i%2 == 0, mixed)
 	}
-	os.WriteFile(path, []byte(b.String()), 0o644)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	ds, err := fileset.Read([]string{path}, fileset.WithAllocator(mem), fileset.WithReadRows(4))
 	if err != nil {
@@ -97,7 +99,9 @@ func TestOrigins(t *testing.T) {
 					for r := range n {
 						fmt.Fprintf(&b, "%d\n", start+int64(r))
 					}
-					os.WriteFile(path, []byte(b.String()), 0o644)
+					if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+						t.Fatal(err)
+					}
 					continue
 				}
 				w, err := sink.Create(path, arrowtest.IDSchema, sink.WithAllocator(mem), sink.WithRowGroupRows(8))
@@ -152,7 +156,9 @@ func TestFilesMixedFormats(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	dir := t.TempDir()
 	writeFile(t, mem, filepath.Join(dir, "a.parquet"), 0, 10, 5)
-	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id\n1\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := fileset.Read([]string{filepath.Join(dir, "*")})
 	if !errors.Is(err, fileset.ErrFormat) || !strings.Contains(err.Error(), "b.csv is csv") {
 		t.Fatalf("mixed formats: %v", err)

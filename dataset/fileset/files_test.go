@@ -114,7 +114,9 @@ func TestFilesProjectionAndCSV(t *testing.T) {
 	for i := range 23 {
 		fmt.Fprintf(&b, "%d,%d.5,%d,n%d\n", i, i, -i, i)
 	}
-	os.WriteFile(csvPath, []byte(b.String()), 0o644)
+	if err := os.WriteFile(csvPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	inferred, err := fileset.Read([]string{csvPath}, fileset.WithAllocator(mem), fileset.WithReadRows(5), fileset.WithColumns("id", "f0", "f1"))
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +267,9 @@ func TestFilesBadInput(t *testing.T) {
 
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
 	corrupt := slices.Clone(data)

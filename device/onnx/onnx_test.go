@@ -257,7 +257,9 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("missing model: %v", err)
 	}
 	corrupt := filepath.Join(t.TempDir(), "corrupt.onnx")
-	os.WriteFile(corrupt, []byte("this is not a protobuf"), 0o644)
+	if err := os.WriteFile(corrupt, []byte("this is not a protobuf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Open(corrupt); !errors.Is(err, ErrModel) {
 		t.Errorf("corrupt model: %v", err)
 	}
