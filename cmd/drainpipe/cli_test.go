@@ -23,27 +23,19 @@ import (
 func TestBadInputOneLineErrors(t *testing.T) {
 	dir := fixture(t, 300, 8, 4)
 	model := filepath.Join(dir, "model.dpmlp")
-	if err := os.WriteFile(filepath.Join(dir, "corrupt.dpmlp"), []byte("DPMLP\x00\x00\x01 damaged"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "trunc.parquet"), []byte("PAR1xxxx"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "nulls.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,,5,6,7,8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "nan.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "late.csv"), []byte("id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	notDir := filepath.Join(dir, "plainfile")
-	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string]string{
+		"corrupt.dpmlp": "DPMLP\x00\x00\x01 damaged",
+		"trunc.parquet": "PAR1xxxx",
+		"bad.csv":       "id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2\n",
+		"nulls.csv":     "id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,,5,6,7,8\n",
+		"nan.csv":       "id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,NaN,6,7,8\n",
+		"late.csv":      "id,f0,f1,f2,f3,f4,f5,f6,f7\n1,1,2,3,4,5,6,7,8\n2,1,2,3,4,5,6,7,8\n3,1,2,x,4,5,6,7,8\n",
+		"plainfile":     "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wide, _ := cpu.NewMLP([]int{9, 2}, cpu.ReLU, rand.New(rand.NewPCG(1, 1)))
 	wide.SaveFile(filepath.Join(dir, "wide.dpmlp"))
