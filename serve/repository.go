@@ -101,9 +101,10 @@ type repository struct {
 	s  *Server
 	fs repoFS
 
-	mu       sync.Mutex                   // one change at a time
-	failed   map[string]map[string]string // the last load error, by name and version
-	unloaded map[string]bool              // names unloaded by request (explicit mode)
+	// changing makes one change at a time: held through a model's scan
+	// and loads, which may take minutes (a download, a warm-up). What
+	// follows it is the changes' own state.
+	changing sync.Mutex
 	// failedFile is the file (and config) each failed version failed
 	// with: not read again until it changes.
 	failedFile map[string]map[string]fileState
@@ -112,6 +113,11 @@ type repository struct {
 	seen map[string]map[string]fileState
 	// warned is the folder names a warning was logged for, once each.
 	warned map[string]bool
+
+	// mu guards what readiness and the index read, held only to read or
+	// replace it: never across a load, so a probe answers during one.
+	mu     sync.Mutex
+	failed map[string]map[string]string // the last load error, by name and version
 }
 
 func newRepository(r Repository, s *Server) *repository {
@@ -121,7 +127,7 @@ func newRepository(r Repository, s *Server) *repository {
 	if r.MaxFileBytes <= 0 {
 		r.MaxFileBytes = defaultMaxFileBytes
 	}
-	return &repository{Repository: r, s: s, fs: newRepoFS(r.Dir), failed: map[string]map[string]string{}, unloaded: map[string]bool{},
+	return &repository{Repository: r, s: s, fs: newRepoFS(r.Dir), failed: map[string]map[string]string{},
 		failedFile: map[string]map[string]fileState{}, seen: map[string]map[string]fileState{}, warned: map[string]bool{}}
 }
 
@@ -313,7 +319,7 @@ func (r *repository) unserved() (string, bool) {
 	defer r.mu.Unlock()
 	for name, failed := range r.failed {
 		for _, reason := range failed {
-			if reason != stillChanging && !r.unloaded[name] && len(r.s.reg.versions(name)) == 0 {
+			if reason != stillChanging && len(r.s.reg.versions(name)) == 0 {
 				return name, true
 			}
 		}
@@ -327,12 +333,16 @@ func (r *repository) unserved() (string, bool) {
 // every version it serves has loaded: a version that fails never retires
 // the ones being served. polled marks a poll, which loads a file only
 // once the previous poll saw it as it is.
+//
+// It holds r.changing throughout and r.mu only to record the outcome: the
+// versions served until then answer, and readiness and the index read
+// them, while new ones load.
 func (r *repository) syncModel(ctx context.Context, name string, polled bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.changing.Lock()
+	defer r.changing.Unlock()
 	want, cfg, bad, err := r.scan(ctx, name)
 	if err != nil {
-		r.failed[name] = map[string]string{"": err.Error()}
+		r.setFailed(name, map[string]string{"": err.Error()})
 		r.s.metrics.loadFailed(name)
 		return err
 	}
@@ -378,7 +388,7 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 		}
 		delete(r.failedFile[name], v)
 	}
-	r.failed[name] = failed
+	r.setFailed(name, failed)
 	for _, v := range r.s.reg.versions(name) {
 		if _, ok := want[v]; ok {
 			continue
@@ -394,12 +404,23 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 
 // unloadModel stops serving every version of a model.
 func (r *repository) unloadModel(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.changing.Lock()
+	defer r.changing.Unlock()
 	for _, v := range r.s.reg.versions(name) {
 		r.s.unload(name, v)
 	}
-	delete(r.failed, name)
+	r.setFailed(name, nil)
+}
+
+// setFailed records a model's failed versions (none: nil).
+func (r *repository) setFailed(name string, failed map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(failed) == 0 {
+		delete(r.failed, name)
+		return
+	}
+	r.failed[name] = failed
 }
 
 // poll rescans the folder every Poll until ctx ends (polling mode).
