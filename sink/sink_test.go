@@ -147,24 +147,7 @@ func TestParquetRowGroupsIndependentOfRecordSizes(t *testing.T) {
 	whole := predictions(t, mem, rows)
 	defer whole.Release()
 	groups := func(sizes func(int) int, opts ...sink.Option) []int64 {
-		path := filepath.Join(t.TempDir(), "out.parquet")
-		w, err := sink.Create(path, whole.Schema(), append(opts, sink.WithAllocator(mem))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for off := 0; off < rows; {
-			n := min(sizes(off), rows-off)
-			slice := whole.NewSlice(int64(off), int64(off+n))
-			err := w.Write(slice)
-			slice.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			off += n
-		}
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		path := writeInRecords(t, whole, sizes, append(opts, sink.WithAllocator(mem))...)
 		// Every value as written: arrow-go's writer, handed a tensor
 		// slice at an offset, writes its parent's first rows instead.
 		ids, values := readBack(t, mem, path)
@@ -259,4 +242,30 @@ func rowGroups(t *testing.T, path string) []int64 {
 		got = append(got, pf.MetaData().RowGroup(g).NumRows())
 	}
 	return got
+}
+
+// writeInRecords writes whole to a Parquet file in records of the sizes
+// sizes gives (from each record's first row) and returns its path.
+func writeInRecords(t *testing.T, whole arrow.RecordBatch, sizes func(off int) int, opts ...sink.Option) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.parquet")
+	w, err := sink.Create(path, whole.Schema(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := int(whole.NumRows())
+	for off := 0; off < rows; {
+		n := min(sizes(off), rows-off)
+		slice := whole.NewSlice(int64(off), int64(off+n))
+		err := w.Write(slice)
+		slice.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

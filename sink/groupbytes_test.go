@@ -1,0 +1,106 @@
+package sink_test
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/sink"
+)
+
+// tokenRows builds rows like tokenize's output: an id and five token
+// lists of 1 to 256 ids, a length a row that the input picks.
+func tokenRows(t *testing.T, mem memory.Allocator, rows int) (arrow.RecordBatch, []int) {
+	t.Helper()
+	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}
+	for _, name := range []string{"input_ids", "attention_mask", "token_type_ids", "special_tokens_mask", "offsets"} {
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	lens := make([]int, rows)
+	for i := range rows {
+		lens[i] = 1 + i*7919%256
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		for c := 1; c < len(fields); c++ {
+			lb := b.Field(c).(*array.ListBuilder)
+			lb.Append(true)
+			for j := range lens[i] {
+				lb.ValueBuilder().(*array.Int64Builder).Append(int64(i*1000 + j + c))
+			}
+		}
+	}
+	return b.NewRecordBatch(), lens
+}
+
+// A row group ends at the first row that brings its Arrow buffers to the
+// byte ceiling, lists counted by their values (an id's 8 bytes; each
+// list's 4-byte offset and 8 bytes an id): computed here row by row, the
+// groups are the sink's, however the rows arrive in records, and every
+// value reads back. Before, a list counted as one value, and groups of
+// token lists held ~200,000 rows.
+func TestParquetRowGroupsByBytes(t *testing.T) {
+	mem := arrowtest.Allocator(t)
+	const rows, ceiling = 20_000, 1 << 20
+	whole, lens := tokenRows(t, mem, rows)
+	defer whole.Release()
+	var want []int64
+	var bytes, inGroup int64
+	for _, n := range lens {
+		bytes += 8 + 5*(4+8*int64(n))
+		inGroup++
+		if bytes >= ceiling {
+			want, bytes, inGroup = append(want, inGroup), 0, 0
+		}
+	}
+	if inGroup > 0 {
+		want = append(want, inGroup)
+	}
+	for name, size := range map[string]func(int) int{
+		"one record":          func(int) int { return rows },
+		"records of 1..700":   func(off int) int { return 1 + off*7919%700 },
+		"records of 256 rows": func(int) int { return 256 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeInRecords(t, whole, size, sink.WithAllocator(mem), sink.WithRowGroupBytes(ceiling))
+			if got := rowGroups(t, path); !slices.Equal(got, want) {
+				t.Fatalf("row groups %v, want %v", got, want)
+			}
+			read := readTable(t, mem, path)
+			defer read.Release()
+			for c := range int(whole.NumCols()) {
+				written := arrow.NewChunked(whole.Column(c).DataType(), []arrow.Array{whole.Column(c)})
+				same := array.ChunkedEqual(read.Column(c).Data(), written)
+				written.Release()
+				if !same {
+					t.Fatalf("column %s reads back otherwise", whole.ColumnName(c))
+				}
+			}
+		})
+	}
+	if len(want) < 50 || want[0] > 1000 {
+		t.Fatalf("groups %v: want ~1 MiB each, some 300 rows", want[:3])
+	}
+}
+
+// readTable reads a Parquet file whole with pqarrow.
+func readTable(t *testing.T, mem memory.Allocator, path string) arrow.Table {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tbl, err := pqarrow.ReadTable(t.Context(), f, nil, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
