@@ -47,12 +47,16 @@
 // read equal the rows the inputs declare (Parquet footers) and the rows
 // written plus those set aside equal the rows read ([ErrRowsLost]). A
 // running job holds a lock beside its output ([ErrLocked]): an flock on
-// local disk; on object storage a lease object with a token of its own,
-// taken over (BreakLock) only by a write conditional on the version read,
-// checked before every commit — a part, the manifest, _SUCCESS, the
-// output file — so a job whose lock was broken stops ([ErrLockLost]) and
-// never mixes its parts with the breaker's, and deleted at the end only
-// if still its own ([ErrLockRelease] if it cannot be). A row that
+// local disk; on object storage a lock object with a token of its own
+// (a lock, not a lease: it never expires), taken over (BreakLock) only by
+// a write conditional on the version read, checked before every commit —
+// a part, the manifest, _SUCCESS, the output file — and deleted at the
+// end only if still its own ([ErrLockRelease] if it cannot be). The
+// manifest is the fencing token: each write of it is conditional on the
+// version the run last wrote, _SUCCESS and the output file on there being
+// none, so a job whose lock was broken stops ([ErrLockLost]) and never
+// mixes its parts with the breaker's, even if the take-over came between
+// its check and its commit. A row that
 // cannot be predicted ends the job with an error naming its input file,
 // the row in that file and the column; with [Config.SetAside] it is
 // written to a file of its own instead, found by checking features before

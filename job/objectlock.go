@@ -58,7 +58,8 @@ func lockOutput(ctx, tidy context.Context, store *storage.Opener, output string,
 	return l, nil
 }
 
-// objectLock holds an output on object storage as a lease: an object
+// objectLock holds an output on object storage as a lock with a token
+// (not a lease: it never expires): an object
 // made by a conditional write (If-None-Match), which of two jobs only one
 // makes, naming the job that holds it and a token of its own. A job that
 // dies leaves it: no server frees it, so the next job says whose it is

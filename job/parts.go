@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,29 +17,6 @@ import (
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"
 )
-
-// manifest lists the completed parts of a job.
-type manifest struct {
-	Version     int    `json:"version"`
-	Fingerprint string `json:"fingerprint"`
-	PartRows    int    `json:"part_rows"`
-	Parts       []part `json:"parts"`
-}
-
-type part struct {
-	// File (name inside the parts folder; none if no row was predicted)
-	// and its Rows, as every output folder's manifest lists them.
-	storage.ManifestPart
-	// Size is File's size in bytes, checked against a listing on resume.
-	Size int64 `json:"size,omitempty"`
-	// InEnd is the end of the input rows (counted over every row read) the
-	// part covers: a resume reads on from there.
-	InEnd int64 `json:"in_end"`
-	// Aside names the part's rows set aside, if any (SetAside mode).
-	Aside     string `json:"aside,omitempty"`
-	AsideRows int64  `json:"aside_rows,omitempty"`
-	AsideSize int64  `json:"aside_size,omitempty"`
-}
 
 // Names in a parts folder. A folder output keeps its manifest, beside the
 // parts, under a name that readers of *.parquet globs and of Spark-style
@@ -127,16 +103,17 @@ func (l layout) clear() error {
 // parts is the folder of durable parts of one job.
 type parts struct {
 	layout
-	m      manifest
-	saves  int
-	inject func(phase string, n int) error // tests' failures
+	m       manifest
+	version storage.Version // of the manifest, as this run last read or wrote it (objects)
+	saves   int
+	inject  func(phase string, n int) error // tests' failures
 }
 
 // openParts prepares the parts folder: a fresh one, the interrupted run's
 // (resume), or a fresh one in place of it (overwrite).
 func openParts(l layout, fingerprint string, partRows int, resume, overwrite bool) (*parts, error) {
 	p := &parts{layout: l, m: manifest{Version: 1, Fingerprint: fingerprint, PartRows: partRows}}
-	data, err := l.store.ReadFile(l.ctx, l.manifest())
+	data, version, err := l.readManifest()
 	switch {
 	case err == nil && resume:
 		var m manifest
@@ -146,7 +123,7 @@ func openParts(l layout, fingerprint string, partRows int, resume, overwrite boo
 		if m.Fingerprint != fingerprint || m.PartRows != partRows {
 			return nil, fmt.Errorf("%w (%s)", ErrChanged, l.dir)
 		}
-		p.m = m
+		p.m, p.version = m, version
 	case err == nil && overwrite:
 		if err := l.clear(); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
@@ -268,59 +245,6 @@ func (p *parts) rows() int64 {
 		n += pt.Rows
 	}
 	return n
-}
-
-// save replaces the manifest atomically and durably.
-func (p *parts) save() error {
-	data, err := json.MarshalIndent(p.m, "", "  ")
-	if err != nil {
-		return err
-	}
-	p.saves++
-	if p.inject != nil {
-		err = p.inject("manifest", p.saves-1)
-	}
-	if err == nil {
-		err = p.fenced()
-	}
-	if err == nil {
-		err = p.store.WriteFile(p.ctx, p.manifest(), data, true)
-	}
-	if err != nil {
-		return fmt.Errorf("job: manifest: %w", err)
-	}
-	return nil
-}
-
-// seal finishes a folder output: an empty part if there is none (so the
-// folder reads as a dataset of the output's schema), then _SUCCESS.
-func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) error {
-	if err := p.fenced(); err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(p.m.Parts, func(pt part) bool { return pt.File != "" }) {
-		// No part holds a row (none came, or every one was set aside).
-		schema, err := empty()
-		if err != nil {
-			return err
-		}
-		name := p.partName(len(p.m.Parts))
-		w, err := sink.Create(p.path(name), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
-		if err != nil {
-			return err
-		}
-		if err := w.Commit(); err != nil {
-			return err
-		}
-		if err := p.add(part{ManifestPart: storage.ManifestPart{File: name}, Size: w.Size(), InEnd: p.inEnd()}); err != nil {
-			return err
-		}
-	}
-	done := storage.Success{Rows: p.rows(), Parts: len(p.m.Parts)}.Marshal()
-	if err := p.store.WriteFile(p.ctx, p.path(successName), done, true); err != nil {
-		return fmt.Errorf("job: %s: %w", successName, err)
-	}
-	return nil
 }
 
 // add records a committed part.

@@ -69,8 +69,10 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 		err = r.complete(sum)
 	}
 	if err != nil {
-		if len(r.parts.m.Parts) == 0 {
-			r.parts.clear() // a run that failed before its first part leaves nothing to resume
+		if len(r.parts.m.Parts) == 0 && r.parts.fenced() == nil {
+			// A run that failed before its first part leaves nothing to
+			// resume; one whose output another run took leaves that run's.
+			r.parts.clear()
 		}
 		return nil, err
 	}

@@ -39,6 +39,10 @@ func (w *Writer) groupCut(rec arrow.RecordBatch, off, limit int64) int64 {
 	return lo
 }
 
+// spanOf is the bytes rows [a, b) take between offsets (the array's
+// own, one past its last row included).
+func spanOf[T int32 | int64](offsets []T, a, b int64) T { return offsets[b] - offsets[a] }
+
 // recordBits is the bits rows [a, b) of rec hold in Arrow buffers.
 func recordBits(rec arrow.RecordBatch, a, b int64) int64 {
 	var n int64
@@ -66,13 +70,13 @@ func rowBits(arr arrow.Array, a, b int64) int64 {
 		}
 		return 32*rows + rowBits(v.ListValues(), start, end)
 	case *array.String:
-		return 32*rows + 8*int64(v.ValueOffset(int(b))-v.ValueOffset(int(a)))
+		return 32*rows + 8*int64(spanOf(v.ValueOffsets(), a, b))
 	case *array.Binary:
-		return 32*rows + 8*int64(v.ValueOffset(int(b))-v.ValueOffset(int(a)))
+		return 32*rows + 8*int64(spanOf(v.ValueOffsets(), a, b))
 	case *array.LargeString:
-		return 64*rows + 8*(v.ValueOffset(int(b))-v.ValueOffset(int(a)))
+		return 64*rows + 8*spanOf(v.ValueOffsets(), a, b)
 	case *array.LargeBinary:
-		return 64*rows + 8*(v.ValueOffset(int(b))-v.ValueOffset(int(a)))
+		return 64*rows + 8*spanOf(v.ValueOffsets(), a, b)
 	case *array.Struct:
 		var n int64
 		for i := range v.NumField() {

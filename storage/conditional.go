@@ -12,10 +12,10 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// Conditional writes and deletes, for a lease kept in an object (a job's
-// lock): each acts only on the version of the object a read returned, so
-// of two writers racing on one version only one wins, and a holder never
-// deletes a lease another has taken over. A store that ignores the
+// Conditional writes and deletes, for a lock kept in an object (a job's)
+// and the writes it fences: each acts only on the version of the object
+// a read returned, so of two writers racing on one version only one wins,
+// and a holder never deletes a lock another has taken over. A store that ignores the
 // condition is caught by reading back what was written (see the job's
 // lock), not here.
 
