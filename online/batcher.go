@@ -231,6 +231,10 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 		b.stats.Overloads++
 		return nil, fmt.Errorf("%w: %d rows queued, %d more asked, limit %d", ErrOverloaded, b.queuedRows, rows, limit)
 	}
+	if limit := b.opts.QueueRequests; shed && limit > 0 && len(b.queue) >= limit {
+		b.stats.Overloads++
+		return nil, fmt.Errorf("%w: %d requests queued, limit %d", ErrOverloaded, len(b.queue), limit)
+	}
 	rec.Retain()
 	r := &request{rec: rec, rows: rows, queued: true, arrived: b.since(), done: make(chan struct{})}
 	b.queue = append(b.queue, r)

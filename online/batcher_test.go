@@ -333,3 +333,41 @@ func TestBatcherFailedBatchFailsOnlyItsRequests(t *testing.T) {
 		})
 	}
 }
+
+// QueueRequests bounds the requests queued, whatever their rows (Triton's
+// max_queue_size): of ten 1-row requests behind a running batch, three
+// wait and seven are refused, though 3 rows are far under QueueRows.
+func TestBatcherQueueRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := arrowtest.Allocator(t)
+		m := &fakedev.Model{Block: make(chan struct{})}
+		b := newBatcher(t, m, online.Options{QueueRequests: 3, MaxDelay: online.NoDelay}, predict.WithBatchSize(8), predict.WithAllocator(mem))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := ask(t, t.Context(), b, mem, 0, 1); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait() // the first batch holds the session
+		var overloads atomic.Int32
+		for i := range 10 {
+			wg.Go(func() {
+				err := ask(t, t.Context(), b, mem, 1+i, 1)
+				if errors.Is(err, online.ErrOverloaded) {
+					overloads.Add(1)
+				} else if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait()
+		if s := b.Stats(); s.QueuedRows != 3 || overloads.Load() != 7 {
+			t.Fatalf("queued %d rows, %d overloads", s.QueuedRows, overloads.Load())
+		}
+		close(m.Block)
+		wg.Wait()
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -22,6 +22,11 @@ type Options struct {
 	// bound is taken only into an empty queue); a Stream stops reading its
 	// input until there is room. 0 takes the default, 16 batches.
 	QueueRows int
+	// QueueRequests, if above 0, also bounds the requests held queued
+	// (Triton's max_queue_size counts requests): a Batcher refuses a
+	// request past it at once with ErrOverloaded. A Stream, whose input
+	// is one flow, ignores it.
+	QueueRequests int
 	// Timeout is a deadline for each Batcher.Predict request, used when
 	// the request's context has none sooner; 0 sets none. A Stream refuses
 	// it: its records have no caller of their own to time out (bound the
@@ -57,6 +62,8 @@ func (o Options) withDefaults(batchSize int) (Options, error) {
 		return o, fmt.Errorf("online: max delay %v, want 0 or more (or NoDelay)", o.MaxDelay)
 	case o.QueueRows < 0:
 		return o, fmt.Errorf("online: queue rows %d, want 1 or more (0: the default)", o.QueueRows)
+	case o.QueueRequests < 0:
+		return o, fmt.Errorf("online: queue requests %d, want 0 (no bound) or more", o.QueueRequests)
 	case o.Timeout < 0:
 		return o, fmt.Errorf("online: timeout %v, want 0 or more", o.Timeout)
 	}

@@ -47,6 +47,9 @@ type ModelSpec struct {
 	// Sequence, for a sequence model (a seq.Model), reports its tokens,
 	// padding and shapes, which /metrics exports.
 	Sequence SequenceStats
+
+	// note is what the repository index says of the version served.
+	note string
 }
 
 // SequenceStats is what a sequence model reports of what it ran
@@ -69,6 +72,10 @@ type model struct {
 	users sync.WaitGroup
 	// source is the repository file it was loaded from, if any.
 	source fileState
+	// note is what the repository index says of a version served: how
+	// its config's batch sizes are run, where Triton would run them
+	// otherwise.
+	note string
 	// sequence reports a sequence model's tokens; warmedSeq is what the
 	// warm-up ran, left out of the metrics.
 	sequence  SequenceStats

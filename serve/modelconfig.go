@@ -37,6 +37,8 @@ func (c modelConfig) check() error {
 		return fmt.Errorf("replicas: %d, want 0 to %d", c.Replicas, MaxSessions)
 	case c.QueueRows < 0 || c.QueueRows > MaxQueueRows:
 		return fmt.Errorf("queue_rows: %d, want 0 to %d", c.QueueRows, MaxQueueRows)
+	case c.QueueRequests < 0 || c.QueueRequests > MaxQueueRows:
+		return fmt.Errorf("queue_requests: %d, want 0 to %d", c.QueueRequests, MaxQueueRows)
 	case c.VersionPolicy.Latest < 0:
 		return fmt.Errorf("version_policy.latest: %d, want 1 or more", c.VersionPolicy.Latest)
 	}
@@ -68,9 +70,11 @@ type modelConfig struct {
 	BatchSizes []int    `json:"batch_sizes"`
 	MaxDelay   duration `json:"max_delay"`
 	QueueRows  int      `json:"queue_rows"`
-	Timeout    duration `json:"timeout"`
-	Sessions   int      `json:"sessions"`
-	Replicas   int      `json:"replicas"`
+	// QueueRequests is Triton's max_queue_size, in requests.
+	QueueRequests int      `json:"queue_requests"`
+	Timeout       duration `json:"timeout"`
+	Sessions      int      `json:"sessions"`
+	Replicas      int      `json:"replicas"`
 
 	// triton is the model's config.pbtxt, if it has one: a loaded model
 	// is checked against it.
@@ -107,6 +111,9 @@ func (c modelConfig) apply(spec *ModelSpec) {
 	}
 	if c.QueueRows > 0 {
 		spec.Batching.QueueRows = c.QueueRows
+	}
+	if c.QueueRequests > 0 {
+		spec.Batching.QueueRequests = c.QueueRequests
 	}
 	if c.Timeout != 0 {
 		spec.Batching.Timeout = time.Duration(c.Timeout)

@@ -33,7 +33,7 @@ func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*m
 	if err != nil {
 		return nil, err
 	}
-	m.source = source
+	m.source, m.note = source, spec.note
 	m.ready.Store(true)
 	if old := s.reg.add(m); old != nil {
 		s.retire(old)

@@ -28,7 +28,11 @@ func (r *repository) index(ctx context.Context, readyOnly bool) ([]indexEntry, e
 	for _, name := range names {
 		versions := r.s.reg.versions(name)
 		for _, v := range versions {
-			out = append(out, indexEntry{Name: name, Version: v, State: "READY"})
+			e := indexEntry{Name: name, Version: v, State: "READY"}
+			if m, ok := r.s.reg.find(name, v, false); ok {
+				e.Reason = m.note
+			}
+			out = append(out, e)
 		}
 		for _, v := range slices.Sorted(maps.Keys(r.failed[name])) {
 			if !readyOnly && !slices.Contains(versions, v) {

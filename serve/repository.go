@@ -30,7 +30,7 @@ import (
 // powers of two up to it), max_queue_delay_microseconds is the batcher's
 // delay (no dynamic_batching: none), default_queue_policy's
 // max_queue_size and default_timeout_microseconds its queue bound (in
-// rows) and timeout, instance_group's counts the session groups,
+// requests) and timeout, instance_group's counts the session groups,
 // version_policy the versions served, default_model_filename the file
 // read, and the inputs and outputs it lists are checked against the
 // model's (name, data_type, dims past the batch dimension), as the
@@ -41,7 +41,7 @@ import (
 //
 // config.json holds {"version_policy": {"latest": N} | {"all": true} |
 // {"specific": ["1", "3"]}, "batch_sizes": [1, 2, 4, 8], "max_delay":
-// "2ms", "queue_rows": 4096, "timeout": "10s", "sessions": 2,
+// "2ms", "queue_rows": 4096, "queue_requests": 1000, "timeout": "10s", "sessions": 2,
 // "replicas": 1}, every field optional; the default policy serves the
 // latest version. What a config may ask for is bounded (batch sizes up to
 // MaxBatchSize, sessions and replicas up to MaxSessions, queue rows up to
@@ -374,6 +374,7 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 		if err == nil {
 			spec.Name, spec.Version = name, v
 			cfg.apply(&spec)
+			spec.note = cfg.paddingNote(spec)
 			_, err = r.s.load(ctx, spec, file)
 		}
 		if err != nil {

@@ -76,7 +76,7 @@ func parseTriton(data []byte, folder string, logger *slog.Logger) (modelConfig, 
 			if q.MaxQueueSize > MaxQueueRows {
 				return cfg, fmt.Errorf("dynamic_batching.default_queue_policy.max_queue_size: %d, want at most %d", q.MaxQueueSize, MaxQueueRows)
 			}
-			cfg.QueueRows = int(q.MaxQueueSize) // counted in rows, a request's each
+			cfg.QueueRequests = int(q.MaxQueueSize) // requests, as Triton counts them
 			cfg.Timeout = duration(time.Duration(min(q.DefaultTimeoutMicroseconds, uint64(time.Hour/time.Microsecond))) * time.Microsecond)
 		}
 	}
@@ -150,6 +150,22 @@ func batchSizes(maxBatch int, preferred []int32) []int {
 	return slices.Compact(out)
 }
 
+// paddingNote says how a config.pbtxt's preferred batch sizes are run
+// when they are not run as Triton does. Triton takes them as targets and
+// runs what is queued at the delay's end unpadded; a model that takes
+// short batches (device.ShortBatcher) is run so too, but one whose device
+// takes static shapes is padded to the smallest allowed size: said in
+// the index, or "" where there is nothing to say.
+func (c modelConfig) paddingNote(spec ModelSpec) string {
+	if c.triton == nil || len(c.triton.GetDynamicBatching().GetPreferredBatchSize()) == 0 {
+		return ""
+	}
+	if sb, ok := spec.Model.(device.ShortBatcher); ok && sb.ShortBatches() {
+		return ""
+	}
+	return fmt.Sprintf("batches padded to %v rows (preferred_batch_size and max_batch_size): the device takes static shapes", c.BatchSizes)
+}
+
 // tritonDatatype is the Open Inference Protocol's name of a Triton data
 // type (TYPE_FP32 → FP32; TYPE_STRING → BYTES).
 func tritonDatatype(t tritonpb.DataType) string {
@@ -219,7 +235,9 @@ func matchTensor(kind, name string, dt tritonpb.DataType, dims []int64, have []T
 	if len(want) == 0 {
 		want = []int64{1} // Triton writes a scalar a row as dims [1]
 	}
-	if !slices.EqualFunc(dims, want, func(a, b int64) bool { return a == b || (b == -1 && a == -1) }) {
+	// A dimension the model leaves open (-1) may be stated in the config,
+	// as Triton allows.
+	if !slices.EqualFunc(dims, want, func(a, b int64) bool { return a == b || b == -1 }) {
 		return fmt.Errorf("config.pbtxt %s %q: dims %v, the model's are %v (past the batch dimension)", kind, name, dims, want)
 	}
 	return nil
@@ -232,7 +250,7 @@ func (c *modelConfig) merge(j modelConfig, set map[string]bool) error {
 		"version_policy": set["version_policy"] && c.triton.VersionPolicy != nil,
 		"batch_sizes":    set["batch_sizes"],
 		"max_delay":      set["max_delay"] && c.triton.DynamicBatching != nil,
-		"queue_rows":     set["queue_rows"] && c.triton.GetDynamicBatching().GetDefaultQueuePolicy() != nil,
+		"queue_requests": set["queue_requests"] && c.triton.GetDynamicBatching().GetDefaultQueuePolicy() != nil,
 		"timeout":        set["timeout"] && c.triton.GetDynamicBatching().GetDefaultQueuePolicy() != nil,
 		"sessions":       set["sessions"] && len(c.triton.InstanceGroup) > 0,
 	} {
@@ -248,6 +266,9 @@ func (c *modelConfig) merge(j modelConfig, set map[string]bool) error {
 	}
 	if set["queue_rows"] {
 		c.QueueRows = j.QueueRows
+	}
+	if set["queue_requests"] {
+		c.QueueRequests = j.QueueRequests
 	}
 	if set["timeout"] {
 		c.Timeout = j.Timeout

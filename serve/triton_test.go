@@ -8,13 +8,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/serve/tritonpb"
 )
 
 // tritonRepository is a repository of MLPs (a model file holds its seed),
@@ -92,15 +95,57 @@ parameters: {
   value: { string_value: "1" }
 }
 `})
+	var starts atomic.Int32
+	load := repo.Load
+	repo.Load = func(ctx context.Context, path string) (ModelSpec, error) {
+		spec, err := load(ctx, path)
+		if err == nil {
+			spec.Model = startCounter{MLP: spec.Model.(*cpu.MLP), starts: &starts}
+		}
+		return spec, err
+	}
 	r := serveTest(t, nil, WithRepository(repo))
-	if got := r.indexText(t); got != "classifier 1 READY" {
+	// The MLP's device takes static shapes: a 1-row batch runs as 2.
+	if got := r.indexText(t); got != "classifier 1 READY batches padded to [2 4] rows (preferred_batch_size and max_batch_size): the device takes static shapes" {
 		t.Fatalf("index: %s", got)
+	}
+	if n := starts.Load(); n != 2 {
+		t.Fatalf("%d sessions started, want instance_group's 2", n)
 	}
 	code, body := r.do(t, "POST", "/v2/models/classifier/infer", inferBody(rows(0, 40), false, nil), nil)
 	if code != 200 {
 		t.Fatalf("infer: %d %s", code, body)
 	}
 	checkBatchesWithin(t, r, "classifier", 4)
+
+	// The dynamic batcher's delay and queue policy are the online
+	// batcher's: max_queue_size in requests, as Triton counts them.
+	data, err := os.ReadFile(filepath.Join(repo.Dir, "classifier", "config.pbtxt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseTriton(data, "classifier", r.srv.cfg.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec ModelSpec
+	cfg.apply(&spec)
+	want := online.Options{MaxDelay: 500 * time.Microsecond, QueueRequests: 1000, Timeout: 5 * time.Second}
+	if spec.Batching != want {
+		t.Fatalf("batching %+v, want %+v", spec.Batching, want)
+	}
+}
+
+// startCounter counts an MLP's sessions, its output schema kept for the
+// config's check.
+type startCounter struct {
+	*cpu.MLP
+	starts *atomic.Int32
+}
+
+func (c startCounter) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+	c.starts.Add(1)
+	return c.MLP.Start(ctx, cfg)
 }
 
 // checkBatchesWithin fails the test unless every batch model ran (as
@@ -152,5 +197,30 @@ func TestTritonConfigWithConfigJSON(t *testing.T) {
 	got := r.indexText(t)
 	if !strings.Contains(got, "a 1 READY") || !strings.Contains(got, "config.json sets batch_sizes, which config.pbtxt sets too") {
 		t.Fatalf("index: %s", got)
+	}
+}
+
+// A dimension the model leaves open may be stated in the config, as
+// Triton allows; a stated one must match.
+func TestTritonDimsStatedConcretely(t *testing.T) {
+	have := []TensorMetadata{{Name: "input_ids", Datatype: "INT64", Shape: []int64{-1, -1}}, {Name: "features", Datatype: "FP32", Shape: []int64{-1, 8}}}
+	for _, c := range []struct {
+		name string
+		dims []int64
+		ok   bool
+	}{
+		{"input_ids", []int64{128}, true},
+		{"input_ids", []int64{-1}, true},
+		{"features", []int64{8}, true},
+		{"features", []int64{-1}, false},
+		{"features", []int64{9}, false},
+	} {
+		err := matchTensor("input", c.name, tritonpb.DataType_TYPE_FP32, c.dims, have)
+		if c.name == "input_ids" {
+			err = matchTensor("input", c.name, tritonpb.DataType_TYPE_INT64, c.dims, have)
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("%s dims %v: %v, want accepted %t", c.name, c.dims, err, c.ok)
+		}
 	}
 }
