@@ -1,9 +1,13 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drainpipe/drainpipe/predict"
@@ -118,4 +122,58 @@ func (c modelConfig) apply(spec *ModelSpec) {
 	if c.Timeout != 0 {
 		spec.Batching.Timeout = time.Duration(c.Timeout)
 	}
+}
+
+// readConfig reads a model folder's config.pbtxt (Triton's) and
+// config.json (drainpipe's, for what Triton has no field for) into cfg,
+// and returns their text, to tell when either changes.
+func (r *repository) readConfig(ctx context.Context, dir, name string, cfg *modelConfig) (string, error) {
+	var text strings.Builder
+	pbtxt := r.fs.join(dir, tritonConfigFile)
+	if data, err := r.fs.read(ctx, pbtxt, 1<<20); err == nil {
+		text.Write(data)
+		policy := cfg.VersionPolicy
+		if *cfg, err = parseTriton(data, name, r.s.cfg.logger); err != nil {
+			return "", fmt.Errorf("%s: %w", pbtxt, err)
+		}
+		if cfg.VersionPolicy.Latest == 0 && !cfg.VersionPolicy.All && len(cfg.VersionPolicy.Specific) == 0 {
+			cfg.VersionPolicy = policy
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	path := r.fs.join(dir, "config.json")
+	data, err := r.fs.read(ctx, path, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return text.String(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	text.WriteString("\n")
+	text.Write(data)
+	var j modelConfig
+	j.VersionPolicy = cfg.VersionPolicy
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if cfg.triton == nil {
+		*cfg = j
+	} else {
+		var set map[string]json.RawMessage
+		json.Unmarshal(data, &set)
+		fields := map[string]bool{}
+		for k := range set {
+			fields[k] = true
+		}
+		if err := cfg.merge(j, fields); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := cfg.check(); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return text.String(), nil
 }

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,4 +66,59 @@ func TestRepositoryOnS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "version 1 back", func() bool { return r.indexText(t) == "classifier 1 READY" })
+}
+
+// A model file on object storage is loaded at the version its listing
+// saw: one replaced between the listing and the read (here by a file of
+// the same size, which a size check passes) fails to load, naming the
+// change, and the next load takes the new file.
+func TestRepositoryLoadsTheVersionListed(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "models")
+	store := storage.NewOpener()
+	defer store.Close()
+	ctx := t.Context()
+	key := srv.URL("models", "repo/mlp/1/model.seed")
+	if err := store.WriteFile(ctx, key, []byte("7"), true); err != nil {
+		t.Fatal(err)
+	}
+	mem := arrowtest.Allocator(t)
+	var replaced atomic.Bool
+	repo := Repository{Dir: srv.URL("models", "repo/"), Files: []string{"model.seed"},
+		Load: func(context.Context, string) (ModelSpec, error) {
+			return ModelSpec{}, errors.New("Load called where LoadPinned is set")
+		},
+		LoadPinned: func(ctx context.Context, path string, v storage.Info) (ModelSpec, error) {
+			if !replaced.Swap(true) {
+				if err := store.WriteFile(ctx, path, []byte("8"), true); err != nil {
+					return ModelSpec{}, err
+				}
+			}
+			pinned := storage.NewOpener()
+			defer pinned.Close()
+			pinned.Expect(path, v)
+			data, err := pinned.ReadFile(ctx, path)
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			seed, err := strconv.ParseUint(string(data), 10, 64)
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			m, err := cpu.NewMLP([]int{features, 16, 3}, cpu.ReLU, rand.New(rand.NewPCG(seed, 2)))
+			if err != nil {
+				return ModelSpec{}, err
+			}
+			return ModelSpec{Model: m, Input: mlpInput(), Options: []predict.Option{predict.WithBatchSize(8), predict.WithAllocator(mem)}}, nil
+		}}
+	r := serveTest(t, nil, WithRepository(repo), WithExitOnError(false))
+	if got := r.indexText(t); !strings.Contains(got, "mlp 1 UNAVAILABLE") || !strings.Contains(got, "changed") {
+		t.Fatalf("a file replaced after its listing: %s", got)
+	}
+	if code, body := r.do(t, "POST", "/v2/repository/models/mlp/load", nil, nil); code != 200 {
+		t.Fatalf("load: %d %s", code, body)
+	}
+	if got := r.indexText(t); got != "mlp 1 READY" {
+		t.Fatalf("the next load: %s", got)
+	}
 }

@@ -2,13 +2,11 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +69,12 @@ type Repository struct {
 	// and default Options and Batching, which the model's config.json
 	// overrides. The server names it and sets its version.
 	Load func(ctx context.Context, path string) (ModelSpec, error)
+	// LoadPinned, if set, loads a model file on object storage instead of
+	// Load, told the version (size and ETag) the listing saw: a loader
+	// that reads the file pinned to it (storage.Opener.Expect) loads the
+	// version the index names, or fails (storage.ErrChanged) if it was
+	// replaced since, to load at the next poll.
+	LoadPinned func(ctx context.Context, path string, version storage.Info) (ModelSpec, error)
 	// Poll, if set, rescans the folder this often (Triton's POLL mode): a
 	// new model or version loads, one removed unloads, a changed file
 	// reloads, and the repository API's load and unload are refused.
@@ -210,60 +214,6 @@ func (r *repository) scan(ctx context.Context, name string) (map[string]fileStat
 	return found, cfg, bad, nil
 }
 
-// readConfig reads a model folder's config.pbtxt (Triton's) and
-// config.json (drainpipe's, for what Triton has no field for) into cfg,
-// and returns their text, to tell when either changes.
-func (r *repository) readConfig(ctx context.Context, dir, name string, cfg *modelConfig) (string, error) {
-	var text strings.Builder
-	pbtxt := r.fs.join(dir, tritonConfigFile)
-	if data, err := r.fs.read(ctx, pbtxt, 1<<20); err == nil {
-		text.Write(data)
-		policy := cfg.VersionPolicy
-		if *cfg, err = parseTriton(data, name, r.s.cfg.logger); err != nil {
-			return "", fmt.Errorf("%s: %w", pbtxt, err)
-		}
-		if cfg.VersionPolicy.Latest == 0 && !cfg.VersionPolicy.All && len(cfg.VersionPolicy.Specific) == 0 {
-			cfg.VersionPolicy = policy
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	path := r.fs.join(dir, "config.json")
-	data, err := r.fs.read(ctx, path, 1<<20)
-	if errors.Is(err, fs.ErrNotExist) {
-		return text.String(), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	text.WriteString("\n")
-	text.Write(data)
-	var j modelConfig
-	j.VersionPolicy = cfg.VersionPolicy
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if cfg.triton == nil {
-		*cfg = j
-	} else {
-		var set map[string]json.RawMessage
-		json.Unmarshal(data, &set)
-		fields := map[string]bool{}
-		for k := range set {
-			fields[k] = true
-		}
-		if err := cfg.merge(j, fields); err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if err := cfg.check(); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return text.String(), nil
-}
-
 // names returns the model folders of the repository.
 func (r *repository) names(ctx context.Context) ([]string, error) {
 	names, exists, err := r.fs.dirs(ctx, r.Dir)
@@ -367,7 +317,7 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 			failed[v] = r.failed[name][v] // failed as it is: not read again
 			continue
 		}
-		spec, err := r.Load(ctx, file.path)
+		spec, err := r.load(ctx, file)
 		if err == nil && cfg.triton != nil {
 			err = checkTriton(cfg.triton, file.path, spec)
 		}
@@ -401,6 +351,15 @@ func (r *repository) syncModel(ctx context.Context, name string, polled bool) er
 		r.s.unload(name, v)
 	}
 	return errors.Join(errs...)
+}
+
+// load makes the spec of a version's file: pinned to the version the
+// listing saw where the loader can be (LoadPinned, an object).
+func (r *repository) load(ctx context.Context, file fileState) (ModelSpec, error) {
+	if r.LoadPinned != nil && file.etag != "" {
+		return r.LoadPinned(ctx, file.path, storage.Info{Size: file.size, ETag: file.etag})
+	}
+	return r.Load(ctx, file.path)
 }
 
 // unloadModel stops serving every version of a model.

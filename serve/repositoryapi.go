@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,7 +28,7 @@ func (s *Server) repositoryIndex(ctx context.Context, ready bool) ([]indexEntry,
 // repositoryLoad loads, or reloads, a model of the repository.
 func (s *Server) repositoryLoad(ctx context.Context, name string) error {
 	return s.repositoryChange(name, func() error {
-		if _, err := os.Stat(filepath.Join(s.repo.Dir, name)); err != nil {
+		if _, exists, err := s.repo.fs.dirs(ctx, s.repo.fs.join(s.repo.Dir, name)); err != nil || !exists {
 			return &Error{Code: CodeNotFound, Err: fmt.Errorf("no model %q in the repository", name)}
 		}
 		if err := s.repo.syncModel(ctx, name, false); err != nil {

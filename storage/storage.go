@@ -52,6 +52,7 @@ type objectState struct {
 	generation        int64  // pinned too, on GCS (where reads match it, not the ETag)
 	size              int64
 	expected          bool // pinned by Expect, not yet looked at
+	byExpect          bool // pinned by Expect: ReadFile reads it at the pin
 	requests, fetched atomic.Int64
 
 	// tail is the object's last bytes (see tailAhead), kept for every
@@ -266,7 +267,7 @@ func (o *Opener) Expect(name string, v Info) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.objects[name] == nil {
-		o.objects[name] = &objectState{etag: v.ETag, size: v.Size, expected: true, opener: o}
+		o.objects[name] = &objectState{etag: v.ETag, size: v.Size, expected: true, byExpect: true, opener: o}
 	}
 }
 

@@ -218,7 +218,8 @@ func (o *Opener) WriteFile(ctx context.Context, name string, data []byte, replac
 	return w.Commit()
 }
 
-// ReadFile returns the content of a file or object.
+// ReadFile returns the content of a file or object: of the version
+// Expect pinned, if it pinned one (ErrChanged if it is gone).
 func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	if !IsURL(name) {
 		data, err := os.ReadFile(name)
@@ -229,6 +230,14 @@ func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	}
 	if isHTTP(name) {
 		f, err := o.openHTTP(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return io.ReadAll(f)
+	}
+	if o.isPinned(name) {
+		f, err := o.Open(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -249,6 +258,16 @@ func (o *Opener) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, objectError(name, err)
 	}
 	return data, nil
+}
+
+// isPinned reports an object Expect pinned: ReadFile reads it at that
+// version. (Other objects an Opener looked at are read as they are now:
+// a job rereads the files it writes.)
+func (o *Opener) isPinned(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.objects[name]
+	return st != nil && st.byExpect
 }
 
 // Remove removes a file or object; one that does not exist is no error.

@@ -54,6 +54,12 @@ type loadedModel struct {
 // model, or a Hugging Face model folder with one, runs as sq says (nil:
 // the defaults).
 func loadModel(path, column string, sq *sequenceFlags) (*loadedModel, error) {
+	return loadModelAt(path, storage.Info{}, column, sq)
+}
+
+// loadModelAt is loadModel of an object read at version pin (its size
+// and ETag; none: whatever is there), or failing with storage.ErrChanged.
+func loadModelAt(path string, pin storage.Info, column string, sq *sequenceFlags) (*loadedModel, error) {
 	if sq == nil {
 		sq = defaultSequenceFlags()
 	}
@@ -67,7 +73,7 @@ func loadModel(path, column string, sq *sequenceFlags) (*loadedModel, error) {
 	var r io.Reader
 	if storage.IsURL(path) {
 		// A model on object storage or a web server, as inputs are.
-		local, data, err := fetchModel(path)
+		local, data, err := fetchModel(path, pin)
 		if err != nil {
 			return nil, err
 		}
@@ -109,13 +115,16 @@ func modelExt(name string) string {
 	return filepath.Ext(name)
 }
 
-// fetchModel reads a model by URL. An ONNX model, which ONNX Runtime
-// opens by path, is also kept in the user's cache folder under its
-// content's digest, and its path there returned; a later run of the same
-// model finds it there.
-func fetchModel(url string) (local string, data []byte, err error) {
+// fetchModel reads a model by URL, at version pin if it names one. An
+// ONNX model, which ONNX Runtime opens by path, is also kept in the
+// user's cache folder under its content's digest, and its path there
+// returned; a later run of the same model finds it there.
+func fetchModel(url string, pin storage.Info) (local string, data []byte, err error) {
 	store := storage.NewOpener()
 	defer store.Close()
+	if pin.ETag != "" {
+		store.Expect(url, pin)
+	}
 	if data, err = store.ReadFile(context.Background(), url); err != nil {
 		return "", nil, fmt.Errorf("model: %w", err)
 	}

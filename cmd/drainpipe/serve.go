@@ -131,12 +131,12 @@ func serveCommand() *cobra.Command {
 		logger := slog.New(handler)
 
 		// spec makes the spec of a model file, with the flags' batching.
-		spec := func(path string) (serve.ModelSpec, error) {
+		spec := func(path string, pin storage.Info) (serve.ModelSpec, error) {
 			sq := defaultSequenceFlags()
 			if *tokenize {
 				sq.text, sq.inModel = "text", true
 			}
-			m, err := loadModel(path, *featureCol, sq)
+			m, err := loadModelAt(path, pin, *featureCol, sq)
 			if err != nil {
 				return serve.ModelSpec{}, err
 			}
@@ -175,7 +175,7 @@ func serveCommand() *cobra.Command {
 				}
 				modelName = cmp.Or(*name, strings.TrimSuffix(filepath.Base(base), filepath.Ext(base)))
 			}
-			sp, err := spec(path)
+			sp, err := spec(path, storage.Info{})
 			if err != nil {
 				return err
 			}
@@ -192,7 +192,8 @@ func serveCommand() *cobra.Command {
 				return fmt.Errorf("serve: --model-repository %s: not a folder", *repoDir)
 			}
 			opts = append(opts, serve.WithRepository(serve.Repository{Dir: *repoDir, Poll: *repoPoll,
-				Load: func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path) }}))
+				Load:       func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path, storage.Info{}) },
+				LoadPinned: func(_ context.Context, path string, v storage.Info) (serve.ModelSpec, error) { return spec(path, v) }}))
 		}
 		srv, err := serve.New(specs, opts...)
 		if err != nil {
