@@ -134,7 +134,7 @@ func (p *parts) seal(empty func() (*arrow.Schema, error), mem memory.Allocator) 
 			return err
 		}
 		name := p.partName(len(p.m.Parts))
-		w, err := sink.Create(p.path(name), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store))
+		w, err := sink.Create(p.path(name), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithOpener(p.store), sink.WithRowGroupBytes(p.groupBytes))
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,20 @@ type layout struct {
 	// output's lock: every commit (a part, the manifest, the marker, the
 	// output file) asks it first.
 	fence func() error
+	// groupBytes bounds the Parquet files' row groups (rowGroupBytes).
+	groupBytes int64
+}
+
+// rowGroupBytes bounds the Arrow buffers of a Parquet output's row group,
+// which the sink holds until the group is whole: the sink's default, or
+// a quarter of MaxMemory where that is less (the reader's window of an
+// input file has MaxMemory; the device's memory and the predictions in
+// flight need theirs). 0: the sink's default.
+func rowGroupBytes(maxMemory int64) int64 {
+	if maxMemory > 0 {
+		return max(min(sink.DefaultRowGroupBytes, maxMemory/4), 1)
+	}
+	return 0
 }
 
 // fenced asks the fence, if any.
@@ -266,7 +280,7 @@ func (p *parts) merge(output string, empty func() (*arrow.Schema, error), overwr
 	// can tell, once the parts are gone.
 	md := arrow.NewMetadata([]string{jobKey}, []string{p.m.Fingerprint})
 	schema := arrow.NewSchema(ds.Schema().Fields(), &md)
-	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem), sink.WithOpener(p.store))
+	w, err := sink.Create(output, schema, sink.WithOverwrite(overwrite), sink.WithAllocator(mem), sink.WithOpener(p.store), sink.WithRowGroupBytes(p.groupBytes))
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (w *partWriter) flush() error {
 	defer out.Release()
 	if w.cur == nil {
 		name := w.parts.partName(len(w.parts.m.Parts))
-		cur, err := sink.Create(w.parts.path(name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true), sink.WithOpener(w.parts.store),
+		cur, err := sink.Create(w.parts.path(name), w.schema, sink.WithAllocator(w.mem), sink.WithOverwrite(true), sink.WithOpener(w.parts.store), sink.WithRowGroupBytes(w.parts.groupBytes),
 			sink.WithContext(w.parts.live))
 		if err != nil {
 			return err

@@ -127,7 +127,7 @@ type run struct {
 // earlier run completed.
 func (r *run) prepare(ctx context.Context) (locker, error) {
 	cfg := r.cfg
-	r.layout = layout{store: cfg.store, ctx: r.tidy, live: ctx}
+	r.layout = layout{store: cfg.store, ctx: r.tidy, live: ctx, groupBytes: rowGroupBytes(cfg.MaxMemory)}
 	if IsFolder(cfg.Output) {
 		r.layout.dir, r.layout.folder = cfg.Output, true
 		if !storage.IsURL(cfg.Output) {
@@ -215,7 +215,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	if !r.layout.folder && len(parts.m.Parts) == 0 {
 		// Nothing to resume: the output is written as the parts are, and
 		// needs no merge (a resumed run merges, to the same bytes).
-		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail,
+		r.stream = &outputStream{output: cfg.Output, fingerprint: r.fingerprint, overwrite: cfg.Overwrite, mem: cfg.Allocator, store: cfg.store, inject: cfg.fail, groupBytes: rowGroupBytes(cfg.MaxMemory),
 			fence: r.layout.fenced, ctx: ctx}
 	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {

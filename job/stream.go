@@ -25,6 +25,7 @@ type outputStream struct {
 	store               *storage.Opener
 	fence               func() error    // asked before the commit
 	ctx                 context.Context // the upload's: a cancelled run's creates nothing
+	groupBytes          int64           // the row groups' bound (rowGroupBytes)
 
 	w *sink.Writer // made on the first rows
 
@@ -41,7 +42,7 @@ func (s *outputStream) write(rec arrow.RecordBatch) error {
 		// The merge's schema: the parts', with the job's name.
 		md := arrow.NewMetadata([]string{jobKey}, []string{s.fingerprint})
 		w, err := sink.Create(s.output, arrow.NewSchema(rec.Schema().Fields(), &md), sink.WithOverwrite(s.overwrite),
-			sink.WithAllocator(s.mem), sink.WithOpener(s.store), sink.WithContext(s.ctx))
+			sink.WithAllocator(s.mem), sink.WithOpener(s.store), sink.WithContext(s.ctx), sink.WithRowGroupBytes(s.groupBytes))
 		if err != nil {
 			return err
 		}

@@ -322,7 +322,7 @@ type fileOutput struct {
 
 func (o *fileOutput) create(schema *arrow.Schema) error {
 	w, err := sink.Create(o.cfg.Output, schema, sink.WithAllocator(o.cfg.Allocator), sink.WithOverwrite(o.cfg.Overwrite), sink.WithOpener(o.cfg.store),
-		sink.WithContext(o.cfg.ctx))
+		sink.WithContext(o.cfg.ctx), sink.WithRowGroupBytes(rowGroupBytes(o.cfg.MaxMemory)))
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
 	fs.Var(&f.shard, "shard", "read shard i of n (i/n): disjoint parts that together cover every row")
 	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	fs.IntVar(&f.csvSample, "csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
-	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
+	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size); a quarter of it, up to 64MiB, bounds an output row group")
 	fs.StringVar(&f.setAside, "set-aside", "", "write rows that cannot be used (null or ragged features, a null label, values that do not parse, rows the model fails on) to this file with their keys, source file, file row and reason, and go on (default: the first such row ends the run)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress output")
 }
