@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -148,9 +149,11 @@ type options struct {
 	maxBytes int
 }
 
-// DefaultMaxTextBytes bounds the text of one row Encodings encodes (a
-// text and its pair together): tokenizing holds some hundred bytes for
-// each byte of text, and a model keeps a few thousand tokens at most.
+// DefaultMaxTextBytes bounds the bytes of a row's text (and of its
+// pair) Encodings reads: tokenizing holds some tens of bytes for each
+// byte read, and a model keeps a few thousand tokens at most. A longer
+// text is read from its head where the tokenizer allows
+// (Tokenizer.EncodeWithin).
 const DefaultMaxTextBytes = 1 << 20
 
 // WithPair encodes each row's text with the same row of another text
@@ -158,9 +161,10 @@ const DefaultMaxTextBytes = 1 << 20
 // as the tokenizer's truncation says for pairs.
 func WithPair(column string) Option { return func(o *options) { o.pair = column } }
 
-// WithMaxTextBytes sets the most bytes of text a row may hold
-// (DefaultMaxTextBytes by default): a row past it is a row error naming
-// the ceiling, ErrTextTooLong.
+// WithMaxTextBytes sets the most bytes of a row's text (and of its
+// pair) the tokenizer reads (DefaultMaxTextBytes by default), as
+// Tokenizer.EncodeWithin: a row whose truncation needs more read is a
+// row error naming the ceiling, ErrTextTooLong.
 func WithMaxTextBytes(n int) Option { return func(o *options) { o.maxBytes = n } }
 
 // WithWorkers sets how many goroutines encode a record's rows (the
@@ -259,13 +263,17 @@ func (in rowsIn) encode(tok *Tokenizer, i int) (Encoding, error) {
 		}
 		pair = text(in.pairs, i)
 	}
-	if n := len(s) + len(pair); in.maxBytes > 0 && n > in.maxBytes {
-		return Encoding{}, &device.RowError{Row: in.first + int64(i), Column: in.column, Err: fmt.Errorf("%w: %d bytes, the ceiling is %d", ErrTextTooLong, n, in.maxBytes)}
-	}
+	var e Encoding
+	var err error
 	if in.pairs != nil {
-		return tok.EncodePair(s, pair)
+		e, err = tok.EncodePairWithin(s, pair, in.maxBytes)
+	} else {
+		e, err = tok.EncodeWithin(s, in.maxBytes)
 	}
-	return tok.Encode(s)
+	if errors.Is(err, ErrTextTooLong) {
+		err = &device.RowError{Row: in.first + int64(i), Column: in.column, Err: err}
+	}
+	return e, err
 }
 
 // encodeRows encodes rows on workers goroutines, each a run of rows, in

@@ -300,7 +300,7 @@ func TestTruncationAsTheCrate(t *testing.T) {
 					fits, fitsWant = append(fits, it), append(fitsWant, want[i])
 					continue
 				}
-				if _, err := tok.encode(it.Text, deref(it.Pair), it.Pair != nil); !errors.Is(err, ErrEncode) {
+				if _, err := tok.encode(it.Text, deref(it.Pair), it.Pair != nil, 0); !errors.Is(err, ErrEncode) {
 					t.Errorf("item %d: max_length %d below the special tokens: %v", i, tr.MaxLength, err)
 				}
 				if w := want[i]; w.Error == "" && len(w.IDs) <= tr.MaxLength && len(it.Text) > 0 {

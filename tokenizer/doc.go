@@ -31,7 +31,10 @@
 //     one pass through a trie, and ids as the crate assigns them;
 //   - truncation (SetTruncation, or the file's): LongestFirst, OnlyFirst,
 //     OnlySecond, either direction, each text tokenized only up to
-//     max_length first as the crate does.
+//     max_length first as the crate does; from the right, a long text
+//     is read only as far as a head that holds max_length, cut at a
+//     space between ASCII letters or digits, where every step ends its
+//     pieces there (EncodeWithin bounds what is read).
 //
 // A component it does not implement is a load error naming it
 // ([ErrUnsupported]): FixedLength and CTC among them,

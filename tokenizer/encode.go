@@ -5,22 +5,39 @@ package tokenizer
 // that does not finish, a truncation the special tokens leave no room
 // for.
 func (t *Tokenizer) Encode(text string) (Encoding, error) {
-	return t.encode(text, "", false)
+	return t.encode(text, "", false, 0)
 }
 
 // EncodePair encodes a pair of texts (a question and a passage).
 func (t *Tokenizer) EncodePair(a, b string) (Encoding, error) {
-	return t.encode(a, b, true)
+	return t.encode(a, b, true, 0)
 }
 
-func (t *Tokenizer) encode(a, b string, pair bool) (Encoding, error) {
-	first, err := t.tokens(a, t.limit(0))
+// EncodeWithin is Encode reading at most maxBytes of the text (0: no
+// ceiling). With a truncation from the right, a longer text is read
+// from its head (cut at a space between two ASCII letters or digits)
+// when the tokenizer's steps end their pieces there: the head's tokens
+// are then the whole text's, and a text of any length costs what the
+// truncation keeps. A text that needs more than maxBytes read is
+// ErrTextTooLong.
+func (t *Tokenizer) EncodeWithin(text string, maxBytes int) (Encoding, error) {
+	return t.encode(text, "", false, maxBytes)
+}
+
+// EncodePairWithin is EncodePair reading at most maxBytes of each text,
+// as EncodeWithin.
+func (t *Tokenizer) EncodePairWithin(a, b string, maxBytes int) (Encoding, error) {
+	return t.encode(a, b, true, maxBytes)
+}
+
+func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, error) {
+	first, err := t.headTokens(a, t.limit(0), maxBytes)
 	if err != nil {
 		return Encoding{}, err
 	}
 	var second []token
 	if pair {
-		if second, err = t.tokens(b, t.limit(1)); err != nil {
+		if second, err = t.headTokens(b, t.limit(1), maxBytes); err != nil {
 			return Encoding{}, err
 		}
 	}

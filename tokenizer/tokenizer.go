@@ -35,6 +35,7 @@ type Tokenizer struct {
 	post       postProcessor
 	decoder    decoder
 	truncation *Truncation
+	cutHeads   bool // a long text may be read from its head (heads)
 }
 
 // normalizer normalizes text in place, keeping its alignments.
@@ -163,6 +164,7 @@ func Load(r io.Reader) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
+	t.cutHeads = t.heads()
 	return t, nil
 }
 

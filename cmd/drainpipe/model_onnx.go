@@ -14,7 +14,6 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/seq"
-	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 // loadONNX opens an ONNX model: a sequence model (inputs input_ids and
@@ -78,10 +77,7 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	if tok != nil && sq.inModel {
 		ceiling := int(sq.maxTextBytes)
 		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, error) {
-			if len(s) > ceiling {
-				return nil, fmt.Errorf("%w: %d bytes, the ceiling is %d", tokenizer.ErrTextTooLong, len(s), ceiling)
-			}
-			e, err := tok.Encode(s)
+			e, err := tok.EncodeWithin(s, ceiling)
 			return e.IDs, err
 		}))
 	}

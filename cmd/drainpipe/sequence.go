@@ -60,7 +60,7 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 	fs.StringVar(&f.tokens, "tokens-column", "", "sequence models: the column of token ids, a list of int32 or int64 a row (default: input_ids)")
 	fs.StringVar(&f.text, "text-column", "", "sequence models: a column of text (string, large_string, string_view, dictionary), tokenized on the input side by the model folder's tokenizer.json or --tokenizer")
 	fs.StringVar(&f.textPair, "text-pair-column", "", "sequence models: a second column of text, each row encoded with --text-column's as a pair (a cross-encoder's query and passage)")
-	fs.Var(&f.maxTextBytes, "max-text-bytes", "sequence models: the most bytes of text a row may hold (with its pair); a longer row is set aside or fails the job")
+	fs.Var(&f.maxTextBytes, "max-text-bytes", "sequence models: the most bytes of a row's text (and of its pair) the tokenizer reads; a longer text is read from its head where the tokenizer allows, else the row is set aside or fails the job")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "sequence models: the tokenizer.json that --text-column is encoded with (default: the model folder's)")
 	fs.StringVar(&f.typeIDs, "type-ids-column", "", "sequence models: a column of token type ids, one a token (default: zeros)")
 	fs.StringVar(&f.buckets, "seq-buckets", "", "sequence models: the lengths rows are padded to, ascending (default: spaced by 2^⅙ from 8 up to the model's longest); none: each sub-batch padded to its longest row, for devices that take any shape")
