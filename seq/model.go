@@ -56,6 +56,11 @@ var (
 // short window is run as it is, never padded to the window's size.
 func (m *Model) ShortBatches() bool { return true }
 
+// PadID is the token id padding slots hold (WithPadID's, else 0): a
+// server refuses rows a client padded with it, which would be attended
+// as tokens.
+func (m *Model) PadID() int64 { return m.padID }
+
 // column is one output column: an engine output, pooled (and through
 // the modules) if it is per token.
 type column struct {

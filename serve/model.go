@@ -52,11 +52,12 @@ type ModelSpec struct {
 	note string
 }
 
-// SequenceStats is what a sequence model reports of what it ran
-// (seq.Model has it).
+// SequenceStats is what a sequence model reports of what it ran, and
+// the id its padding slots hold (seq.Model has it).
 type SequenceStats interface {
 	Stats() seq.Stats
 	Shapes() []seq.Shape
+	PadID() int64
 }
 
 // model is a served model: its batcher and what its metadata says.
@@ -163,9 +164,14 @@ func (m *model) warmUp(ctx context.Context) error {
 // fails alone instead of failing the batch it would share.
 func (m *model) record(inputs []*tensor) (arrow.RecordBatch, int, error) {
 	byName := make(map[string]*tensor, len(inputs))
+	var mask *tensor
 	for _, t := range inputs {
-		if byName[t.name] != nil {
+		if byName[t.name] != nil || t.name == seq.AttentionMask && mask != nil {
 			return nil, 0, fmt.Errorf("input %q given twice", t.name)
+		}
+		if t.name == seq.AttentionMask && m.sequence != nil && m.input.FieldIndices(t.name) == nil {
+			mask = t
+			continue
 		}
 		if m.input.FieldIndices(t.name) == nil {
 			return nil, 0, fmt.Errorf("input %q: model %s has no such input; its inputs are %s", t.name, m.name, names(m.inputs))
@@ -193,11 +199,20 @@ func (m *model) record(inputs []*tensor) (arrow.RecordBatch, int, error) {
 			return nil, 0, fmt.Errorf("input %q: %d rows (shape %v), but input %q has %d", t.name, n, t.shape, m.input.Field(0).Name, rows)
 		}
 		rows = n
-		col, err := column(f, t, n)
+		var offsets []int32
+		if _, isSeq := f.Type.(*arrow.ListType); isSeq && m.sequence != nil {
+			if t, offsets, err = m.tokenRows(t, mask); err != nil {
+				return nil, 0, err
+			}
+		}
+		col, err := column(f, t, n, offsets)
 		if err != nil {
 			return nil, 0, err
 		}
 		cols = append(cols, col)
+	}
+	if mask != nil && !slices.ContainsFunc(m.input.Fields(), func(f arrow.Field) bool { _, ok := f.Type.(*arrow.ListType); return ok }) {
+		return nil, 0, fmt.Errorf("input %q: model %s takes %s, not tokens", mask.name, m.name, names(m.inputs))
 	}
 	return array.NewRecordBatch(m.input, cols, int64(rows)), rows, nil
 }
@@ -218,8 +233,10 @@ func checkShape(t *tensor, want TensorMetadata) (int, error) {
 	return int(t.shape[0]), nil
 }
 
-// column makes the Arrow column of field f over a tensor's elements.
-func column(f arrow.Field, t *tensor, rows int) (arrow.Array, error) {
+// column makes the Arrow column of field f over a tensor's elements; a
+// list column's rows end at offsets, or each has the tokens its shape
+// says (offsets nil).
+func column(f arrow.Field, t *tensor, rows int, offsets []int32) (arrow.Array, error) {
 	d := datatypes[t.datatype]
 	width := 1
 	l, isList := f.Type.(*arrow.FixedSizeListType)
@@ -227,16 +244,17 @@ func column(f arrow.Field, t *tensor, rows int) (arrow.Array, error) {
 		width = int(l.Len())
 	}
 	if seqType, ok := f.Type.(*arrow.ListType); ok {
-		// Every row of a request has the tokens its shape says.
 		width = int(t.shape[1])
 		if i, err := d.check(t.data); err != nil {
 			return nil, fmt.Errorf("input %q: element %d (row %d): %w", t.name, i, i/max(width, 1), err)
 		}
 		vals := d.column(t.data)
 		defer vals.Release()
-		offsets := make([]int32, rows+1)
-		for r := range offsets {
-			offsets[r] = int32(r * width)
+		if offsets == nil {
+			offsets = make([]int32, rows+1)
+			for r := range offsets {
+				offsets[r] = int32(r * width)
+			}
 		}
 		list := array.NewData(seqType, rows, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))}, []arrow.ArrayData{vals}, 0, 0)
 		defer list.Release()

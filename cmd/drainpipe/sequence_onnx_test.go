@@ -294,16 +294,7 @@ func TestServeSequenceModel(t *testing.T) {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	offline := readAll(t, out)
-	var rows struct {
-		IDs [][]int64 `json:"input_ids"`
-	}
-	data, err := os.ReadFile(filepath.Join(encoderDir, "rows.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows := encoderRows(t)
 	s := startServe(t, "--model", "encoder="+encoderDir)
 	infer := func(ids ...[]int64) (embeddings [][]float32, labels []string) {
 		t.Helper()
@@ -343,8 +334,8 @@ func TestServeSequenceModel(t *testing.T) {
 		}
 		return embeddings, labels
 	}
-	for i := 0; i < len(rows.IDs); i += 10 {
-		emb, labels := infer(rows.IDs[i])
+	for i := 0; i < len(rows); i += 10 {
+		emb, labels := infer(rows[i])
 		if len(emb) != 1 || len(labels) != 1 || labels[0] != offline.labels[i] {
 			t.Fatalf("row %d: %d embeddings, labels %v; offline %q", i, len(emb), labels, offline.labels[i])
 		}
@@ -354,7 +345,7 @@ func TestServeSequenceModel(t *testing.T) {
 			}
 		}
 	}
-	two, _ := infer(rows.IDs[7], rows.IDs[7])
+	two, _ := infer(rows[7], rows[7])
 	if len(two) != 2 || fmt.Sprint(two[0]) != fmt.Sprint(two[1]) {
 		t.Fatalf("two equal rows: %v", two)
 	}
