@@ -18,6 +18,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/tokenizer"
@@ -74,13 +75,18 @@ func readReference(t *testing.T, dir string) reference {
 // Rust tokenizers do (ids equal), and every row's embedding or score is
 // within 1e-5 of PyTorch's on the row alone — every pooling mode
 // concatenated, Dense, Normalize, RoBERTa's positions given or made in
-// the graph, a cross-encoder's pairs and one logit, a multi-label head —
+// the graph, a cross-encoder's pairs and one logit, a multi-label head,
+// a Qwen3-Embedding-style decoder (the Qwen3 tokenizer, left padding,
+// last-token pooling) —
 // under windows, buckets and budgets that pad rows together.
 func TestFoldersMatchPyTorch(t *testing.T) {
-	for _, name := range []string{"roberta-st", "roberta-ids", "cross-encoder", "multilabel"} {
+	for _, name := range []string{"roberta-st", "roberta-ids", "cross-encoder", "multilabel", "qwen3-style"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", name)
 			ref := readReference(t, dir)
+			if name == "qwen3-style" {
+				dir = testbin.FolderWithTokenizer(t, dir, "qwen3")
+			}
 			f, err := hfmodel.Open(dir)
 			if err != nil {
 				t.Fatal(err)

