@@ -145,6 +145,10 @@ func seqMemoryGoals(c *config) []goal {
 			goal{"sequences (ONNX, " + size.name + "): a session's peak RSS ÷ (its weights + the largest shape's activations)", atMost(1.5), func(int) float64 {
 				v := measure()
 				return (v.Peak - v.Before) / (v.Largest - v.Before)
+			}},
+			goal{"sequences (ONNX, " + size.name + "): peak RSS of a text job with a 16 MB row ÷ with that row cut to 16 KB (1 session)", atMost(1.1), func(int) float64 {
+				measure()
+				return longRowRSS(c, model, size.hidden)
 			}})
 	}
 	return gs

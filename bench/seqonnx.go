@@ -130,13 +130,7 @@ func idsDataset(c *config, rows [][]int64) *dataset.Dataset {
 // One session: with two, the peak is whether both happen to run their
 // largest sub-batch at once (0.98–1.26 in three rounds).
 func seqRSS(c *config, lengths []int) float64 {
-	bin := filepath.Join(c.dir, "drainpipe-onnx")
-	if _, err := os.Stat(bin); err != nil {
-		out, err := exec.Command("go", "build", "-tags", "onnx", "-o", bin, "./cmd/drainpipe").CombinedOutput()
-		if err != nil {
-			log.Fatalf("build: %v\n%s", err, out)
-		}
-	}
+	bin := seqBinary(c)
 	long := slices.Clone(lengths)
 	for i := range 200 {
 		long[(i*7919)%len(long)] = 20000
@@ -150,6 +144,18 @@ func seqRSS(c *config, lengths []int) float64 {
 			"--overwrite", "--quiet", "--window", "4096", "--sessions", "1")
 	}
 	return rss("seq-long", long) / rss("seq-short", lengths)
+}
+
+// seqBinary is the CLI built with ONNX Runtime, built once a run.
+func seqBinary(c *config) string {
+	bin := filepath.Join(c.dir, "drainpipe-onnx")
+	if _, err := os.Stat(bin); err != nil {
+		out, err := exec.Command("go", "build", "-tags", "onnx", "-o", bin, "./cmd/drainpipe").CombinedOutput()
+		if err != nil {
+			log.Fatalf("build: %v\n%s", err, out)
+		}
+	}
+	return bin
 }
 
 // tokenDataset makes rows of token ids of the given lengths, held for

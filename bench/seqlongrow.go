@@ -1,0 +1,59 @@
+//go:build onnx
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/drainpipe/drainpipe/dataset"
+)
+
+// longRowRSS returns the peak resident memory of a text job (`predict
+// --model DIR --text-column`, one session) over the golden corpus's
+// first 256 texts and one text of 16 MB, divided by the same job with
+// that text cut to 16 KB: a text is read from the head its truncation
+// needs, so its length costs its input bytes, not its tokenization.
+// model is the encoder's ONNX file; the folder beside it gets the
+// WordPiece tokenizer its vocabulary was made for.
+func longRowRSS(c *config, model string, hidden int) float64 {
+	dir := filepath.Join(filepath.Dir(model), "folder")
+	check(os.MkdirAll(dir, 0o755))
+	link := filepath.Join(dir, "model.onnx")
+	if _, err := os.Lstat(link); err != nil {
+		abs, err := filepath.Abs(model)
+		check(err)
+		check(os.Symlink(abs, link))
+	}
+	tok, err := os.ReadFile("tokenizer/testdata/bert-uncased.json")
+	check(err)
+	check(os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644))
+	config, err := json.Marshal(map[string]any{"model_type": "bert", "hidden_size": hidden, "vocab_size": 30005, "pad_token_id": 0, "max_position_embeddings": 512})
+	check(err)
+	check(os.WriteFile(filepath.Join(dir, "config.json"), config, 0o644))
+	texts := goldenTexts("tokenizer/testdata/golden-bert.jsonl.gz")[:256]
+	words := strings.Repeat("the licence grants you the rights described below in full ", 16<<20/59)
+	rss := func(name string, long string) float64 {
+		in := filepath.Join(c.dir, fmt.Sprintf("%s-%d.parquet", name, hidden))
+		writeParquet(in, textDataset(c, append(texts[:128:128], append([]string{long}, texts[128:]...)...)), c.mem)
+		return childRSS(seqBinary(c), "predict", "--model", dir, "--text-column", "text", "--input", in,
+			"--output", filepath.Join(c.dir, name+"-out.parquet"), "--overwrite", "--quiet", "--sessions", "1")
+	}
+	return rss("long-row", words) / rss("short-row", words[:16<<10])
+}
+
+// textDataset makes a string column of texts, held for the rest of the
+// run.
+func textDataset(c *config, texts []string) *dataset.Dataset {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "text", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(c.mem, schema)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).AppendValues(texts, nil)
+	return dataset.FromRecords(schema, b.NewRecordBatch())
+}
