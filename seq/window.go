@@ -35,7 +35,7 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	schema := b.Record.Schema()
 	var col arrow.Array
 	if m.text != "" {
-		encoded, err := s.encodeText(b)
+		encoded, err := s.encodeText(ctx, b)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +132,9 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 
 // encodeText encodes the text of a window's real rows (WithText) into a
 // token column; padding rows are empty lists. A null text is a row
-// error.
-func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
+// error. A window whose context ends stops between rows: a request's
+// texts are not tokenized for a caller that has gone.
+func (s *session) encodeText(ctx context.Context, b device.Batch) (arrow.Array, error) {
 	texts := b.Record.Column(b.Record.Schema().FieldIndices(s.m.text)[0])
 	lb := array.NewListBuilder(s.mem, arrow.PrimitiveTypes.Int64)
 	defer lb.Release()
@@ -142,6 +143,9 @@ func (s *session) encodeText(b device.Batch) (arrow.Array, error) {
 		lb.Append(true)
 		if i >= b.Rows() {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		if texts.IsNull(i) {
 			return nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: errors.New("null text")}
