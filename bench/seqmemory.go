@@ -115,7 +115,9 @@ func seqMemoryGoals(c *config) []goal {
 		fmt.Println("the sequence memory goals are skipped: no PyTorch (python3-torch, python3-onnx) to export their encoders")
 		return nil
 	}
-	var gs []goal
+	gs := []goal{{"sequences (ONNX, MiniLM-sized (6 × 384)): largest |drainpipe − PyTorch| of an embedding element, 256 texts, in millionths", atMost(10), func(int) float64 {
+		return 1e6 * sizedAccuracy(c, 384, 12, 6, 1536)
+	}}}
 	for _, size := range []struct {
 		name                       string
 		hidden, heads, layers, ffn int

@@ -24,7 +24,8 @@ from torch import nn
 
 # The test encoder; with --out and sizes, another (the bench's MiniLM-sized
 # one: --out DIR --vocab 30005 --hidden 384 --heads 12 --layers 6 --ffn 1536),
-# its model.onnx alone.
+# its model.onnx alone, and with --reference PyTorch's mean of
+# last_hidden_state for the given rows, each alone.
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", default="seq/testdata/encoder")
 ap.add_argument("--vocab", type=int, default=1000)
@@ -32,6 +33,7 @@ ap.add_argument("--hidden", type=int, default=32)
 ap.add_argument("--heads", type=int, default=4)
 ap.add_argument("--layers", type=int, default=2)
 ap.add_argument("--ffn", type=int, default=64)
+ap.add_argument("--reference", help="with --out: a JSON file of rows ({\"input_ids\": [[...]]}) to write torch.json for, each row alone")
 args = ap.parse_args()
 OUT = args.out
 VOCAB, HIDDEN, HEADS, LAYERS, FFN, MAXPOS, LABELS = args.vocab, args.hidden, args.heads, args.layers, args.ffn, 512, 3
@@ -96,6 +98,13 @@ def main():
         dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ["input_ids", "attention_mask", "token_type_ids", "last_hidden_state"]}
         | {"sentence_embedding": {0: "batch"}, "logits": {0: "batch"}},
         opset_version=14, do_constant_folding=True)
+    if args.reference:
+        rows = json.load(open(args.reference))["input_ids"]
+        with torch.no_grad():
+            means = [model(torch.tensor([r]), torch.ones(1, len(r), dtype=torch.long), torch.zeros(1, len(r), dtype=torch.long))[0][0].mean(0).tolist()
+                     for r in rows]
+        with open(f"{OUT}/torch.json", "w") as f:
+            json.dump({"torch": torch.__version__, "last_hidden_state_mean": means}, f)
     if not REFERENCES:
         return
     with open(f"{OUT}/config.json", "w") as f:
