@@ -15,6 +15,11 @@
 // full queue 429 / RESOURCE_EXHAUSTED, a passed deadline 504 /
 // DEADLINE_EXCEEDED, a server starting or draining 503 / UNAVAILABLE.
 //
+// Beside the protocol, POST /v1/embeddings and GET /v1/models answer as
+// OpenAI's API does (its request fields, answers, base64 encoding and
+// error shape), for the clients that embed text; [WithAPIKeys] asks
+// them for a bearer token.
+//
 // [Server.Run] serves until its context ends, then drains: readiness turns
 // false, the listeners stop taking requests, the requests taken are
 // answered, and each model's sessions shut down exactly once.

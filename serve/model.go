@@ -47,6 +47,9 @@ type ModelSpec struct {
 	// Sequence, for a sequence model (a seq.Model), reports its tokens,
 	// padding and shapes, which /metrics exports.
 	Sequence SequenceStats
+	// Tokens, for a model that reads text, counts the tokens its
+	// tokenizer keeps of a text: the usage /v1/embeddings reports.
+	Tokens func(text string) (int, error)
 
 	// note is what the repository index says of the version served.
 	note string
@@ -81,12 +84,13 @@ type model struct {
 	// warm-up ran, left out of the metrics.
 	sequence  SequenceStats
 	warmedSeq seq.Stats
+	tokens    func(string) (int, error) // ModelSpec.Tokens
 }
 
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
 func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.Observer) (*model, error) {
-	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence}
+	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence, tokens: spec.Tokens}
 	if m.version == "" {
 		m.version = DefaultVersion
 	}

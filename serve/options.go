@@ -21,6 +21,7 @@ type config struct {
 	drainGrace    time.Duration
 	maxConns      int
 	exitOnError   bool
+	apiKeys       [][]byte
 }
 
 // Option configures a Server.
@@ -78,4 +79,15 @@ func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 // WithServerVersion sets the name and version the server metadata reports.
 func WithServerVersion(name, version string) Option {
 	return func(c *config) { c.name, c.version = name, version }
+}
+
+// WithAPIKeys makes the OpenAI-style endpoints (/v1/...) take only
+// requests that bear one of the keys (Authorization: Bearer KEY),
+// compared in constant time. The default takes every request.
+func WithAPIKeys(keys ...string) Option {
+	return func(c *config) {
+		for _, k := range keys {
+			c.apiKeys = append(c.apiKeys, []byte(k))
+		}
+	}
 }

@@ -95,6 +95,7 @@ func serveCommand() *cobra.Command {
 	maxBytes := cliflag.Bytes(64 << 20)
 	fs.Var(&maxBytes, "max-request-bytes", "the largest request body (REST) or message (gRPC), such as 64MiB")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	apiKeyFile := fs.String("api-key-file", "", "take /v1 (OpenAI-style) requests only with one of this file's keys, a line each, as a bearer token")
 	accessLog := fs.Bool("access-log", false, "log a line a request (off by default: it costs a busy server CPU; /metrics counts every request)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stderr := c.Context(), c.ErrOrStderr()
@@ -151,12 +152,18 @@ func serveCommand() *cobra.Command {
 				Batching: online.Options{MaxDelay: cmp.Or(*maxDelay, online.NoDelay), QueueRows: *queueRows, Timeout: *timeout},
 			}
 			if m.seq != nil {
-				// Token ids, int64 [rows, tokens] a request (one request a
-				// row for rows of other lengths); the batch is the window.
+				// Token ids, int64 [rows, tokens] a request (with an
+				// attention_mask for rows of other lengths); the batch is
+				// the window.
 				sp.Platform, sp.Sequence = "onnxruntime_onnx", m.seq
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
-				if m.tok != nil {
+				if tok := m.tok; tok != nil {
 					sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.text, Type: arrow.BinaryTypes.String}}, nil)
+					ceiling := int(m.maxTextBytes)
+					sp.Tokens = func(text string) (int, error) {
+						e, err := tok.EncodeWithin(text, ceiling)
+						return len(e.IDs), err
+					}
 				}
 			} else {
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)
@@ -186,6 +193,13 @@ func serveCommand() *cobra.Command {
 			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxConnections(*maxConns), serve.WithExitOnError(*exitOnError), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithServerVersion("drainpipe", buildVersion())}
 		if tlsConfig != nil {
 			opts = append(opts, serve.WithTLS(tlsConfig))
+		}
+		if *apiKeyFile != "" {
+			keys, err := readAPIKeys(*apiKeyFile)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, serve.WithAPIKeys(keys...))
 		}
 		if *repoDir != "" {
 			if st, err := os.Stat(*repoDir); !storage.IsURL(*repoDir) && (err != nil || !st.IsDir()) {
@@ -279,4 +293,22 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "unknown"
+}
+
+// readAPIKeys reads --api-key-file: a key a line, blank lines skipped.
+func readAPIKeys(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--api-key-file: %w", err)
+	}
+	var keys []string
+	for line := range strings.Lines(string(data)) {
+		if k := strings.TrimSpace(line); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--api-key-file %s: no key in it", path)
+	}
+	return keys, nil
 }

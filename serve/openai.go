@@ -1,0 +1,318 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// MaxEmbeddingInputs bounds the inputs of one /v1/embeddings request, as
+// OpenAI's API does (2,048).
+const MaxEmbeddingInputs = 2048
+
+// embeddingOutput is the output column /v1/embeddings answers with.
+const embeddingOutput = "embedding"
+
+// openAIRequest is POST /v1/embeddings' body, as OpenAI's clients send
+// it; user is accepted and ignored.
+type openAIRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     *int            `json:"dimensions"`
+	User           string          `json:"user"`
+}
+
+// embeddingInputs are a request's inputs: texts, or arrays of token ids.
+type embeddingInputs struct {
+	texts  []string
+	tokens [][]int64
+}
+
+func (in embeddingInputs) len() int { return len(in.texts) + len(in.tokens) }
+
+// parseEmbeddingInput reads input as OpenAI takes it: a string, an
+// array of strings, an array of token ids, or an array of those. An
+// empty text is a text, as in a job (its special tokens alone); an
+// empty array is refused.
+func parseEmbeddingInput(raw json.RawMessage) (embeddingInputs, error) {
+	var in embeddingInputs
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return in, errors.New("input is missing")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return in, fmt.Errorf("input: %w", err)
+		}
+		in.texts = []string{s}
+		return in, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return in, errors.New("input is not a string, an array of strings, an array of token ids or an array of those")
+	}
+	if len(items) == 0 {
+		return in, errors.New("input is empty")
+	}
+	first := bytes.TrimSpace(items[0])
+	var err error
+	switch {
+	case len(first) > 0 && first[0] == '"':
+		if len(items) > MaxEmbeddingInputs {
+			return in, fmt.Errorf("input has %d texts; a request takes %d at most", len(items), MaxEmbeddingInputs)
+		}
+		err = json.Unmarshal(raw, &in.texts)
+	case len(first) > 0 && first[0] == '[':
+		if len(items) > MaxEmbeddingInputs {
+			return in, fmt.Errorf("input has %d token arrays; a request takes %d at most", len(items), MaxEmbeddingInputs)
+		}
+		err = json.Unmarshal(raw, &in.tokens)
+	default:
+		var ids []int64
+		err = json.Unmarshal(raw, &ids)
+		in.tokens = [][]int64{ids}
+	}
+	if err != nil {
+		return embeddingInputs{}, fmt.Errorf("input mixes kinds or holds something else: %w", err)
+	}
+	for i, ids := range in.tokens {
+		if len(ids) == 0 {
+			return embeddingInputs{}, fmt.Errorf("input %d is an empty array of token ids", i)
+		}
+	}
+	return in, nil
+}
+
+// embeddingRequest makes the inference request of the inputs for model
+// m: texts for a model that reads text, token ids (padded, with their
+// attention_mask) for one that reads them.
+func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, error) {
+	if m.input.NumFields() != 1 {
+		return nil, fmt.Errorf("model %s takes %s, not one text or token input", m.name, names(m.inputs))
+	}
+	f := m.input.Field(0)
+	req := &inferRequest{model: m.name, version: m.version, outputs: []string{embeddingOutput}}
+	switch _, isList := f.Type.(*arrow.ListType); {
+	case f.Type.ID() == arrow.STRING && in.texts != nil:
+		req.inputs = []*tensor{{name: f.Name, datatype: "BYTES", shape: []int64{int64(len(in.texts))}, data: in.texts}}
+	case isList && in.tokens != nil && m.sequence != nil:
+		width := 0
+		for _, ids := range in.tokens {
+			width = max(width, len(ids))
+		}
+		ids, mask := make([]int64, 0, width*len(in.tokens)), make([]int64, 0, width*len(in.tokens))
+		pad := m.sequence.PadID()
+		for _, row := range in.tokens {
+			ids = append(ids, row...)
+			for range row {
+				mask = append(mask, 1)
+			}
+			for range width - len(row) {
+				ids, mask = append(ids, pad), append(mask, 0)
+			}
+		}
+		shape := []int64{int64(len(in.tokens)), int64(width)}
+		req.inputs = []*tensor{{name: f.Name, datatype: "INT64", shape: shape, data: ids}, {name: "attention_mask", datatype: "INT64", shape: shape, data: mask}}
+	case isList:
+		return nil, fmt.Errorf("model %s takes token ids, not text", m.name)
+	default:
+		return nil, fmt.Errorf("model %s takes text, not token ids", m.name)
+	}
+	return req, nil
+}
+
+// embeddingJSON is one embedding of the answer: a []float32, or its
+// little-endian bytes in base64 (encoding_format base64).
+type embeddingJSON struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"`
+}
+
+// shorten cuts an embedding to its first d elements and scales it back
+// to unit length, as OpenAI's dimensions and Matryoshka models do.
+func shorten(v []float32, d int) []float32 {
+	sum := 0.0
+	for _, x := range v[:d] {
+		sum += float64(x) * float64(x)
+	}
+	norm := math.Sqrt(sum)
+	if norm == 0 {
+		return v[:d]
+	}
+	out := make([]float32, d)
+	for i, x := range v[:d] {
+		out[i] = float32(float64(x) / norm)
+	}
+	return out
+}
+
+// authorized reports whether r carries one of the server's API keys as
+// its bearer token (any request, when it has none), comparing in
+// constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if len(s.cfg.apiKeys) == 0 {
+		return true
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	found := 0
+	for _, k := range s.cfg.apiKeys {
+		found |= subtle.ConstantTimeCompare([]byte(token), k)
+	}
+	return ok && found == 1
+}
+
+// withKey answers 401, in OpenAI's shape, a request without a key.
+func (s *Server) withKey(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+				"message": "no API key, or not one of the server's: send Authorization: Bearer KEY", "type": "invalid_request_error", "param": nil, "code": "invalid_api_key"}})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func base64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	name, status, err := s.embed(w, r)
+	if err != nil {
+		status = writeOpenAIError(w, err)
+	}
+	s.finish(r.Context(), "openai", name, strconv.Itoa(status), r.RemoteAddr, nil, nil, time.Since(began), err)
+}
+
+// embed answers a /v1/embeddings request; on error it writes nothing.
+func (s *Server) embed(w http.ResponseWriter, r *http.Request) (model string, status int, err error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return "", 0, err
+	}
+	var req openAIRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "", 0, invalid(fmt.Errorf("malformed JSON request: %w", err))
+	}
+	if req.Model == "" {
+		return "", 0, invalid(errors.New("model is missing"))
+	}
+	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
+		return req.Model, 0, invalid(fmt.Errorf("encoding_format %q: want float or base64", req.EncodingFormat))
+	}
+	in, err := parseEmbeddingInput(req.Input)
+	if err != nil {
+		return req.Model, 0, invalid(err)
+	}
+	m, err := s.lookup(req.Model, "")
+	if err != nil {
+		return req.Model, 0, err
+	}
+	ir, err := embeddingRequest(m, in)
+	if err != nil {
+		return req.Model, 0, invalid(err)
+	}
+	tokens := 0
+	for _, ids := range in.tokens {
+		tokens += len(ids)
+	}
+	for _, text := range in.texts {
+		if m.tokens == nil {
+			break
+		}
+		n, err := m.tokens(text)
+		if err != nil {
+			return req.Model, 0, invalid(fmt.Errorf("input: %w", err))
+		}
+		tokens += n
+	}
+	resp, err := s.infer(r.Context(), ir)
+	if err != nil {
+		return req.Model, 0, err
+	}
+	out := resp.outputs[0]
+	vals, ok := out.data.([]float32)
+	if !ok || len(out.shape) != 2 {
+		return req.Model, 0, &Error{Code: CodeInternal, Err: fmt.Errorf("model %s: output %q is %s %v, not FP32 [n, d]", m.name, out.name, out.datatype, out.shape)}
+	}
+	width := int(out.shape[1])
+	if d := req.Dimensions; d != nil && (*d < 1 || *d > width) {
+		return req.Model, 0, invalid(fmt.Errorf("dimensions %d: model %s's embeddings have %d", *d, m.name, width))
+	}
+	data := make([]embeddingJSON, resp.rows)
+	for i := range data {
+		v := vals[i*width : (i+1)*width]
+		if req.Dimensions != nil && *req.Dimensions < width {
+			v = shorten(v, *req.Dimensions)
+		}
+		data[i] = embeddingJSON{Object: "embedding", Index: i, Embedding: v}
+		if req.EncodingFormat == "base64" {
+			data[i].Embedding = base64Floats(v)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": m.name,
+		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
+	return req.Model, http.StatusOK, nil
+}
+
+// openAIModel is a model as GET /v1/models lists it.
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) openAIModels(w http.ResponseWriter, r *http.Request) {
+	if name := r.PathValue("model"); name != "" {
+		if _, err := s.lookup(name, ""); err != nil {
+			writeOpenAIError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, openAIModel{ID: name, Object: "model", OwnedBy: s.cfg.name})
+		return
+	}
+	list := []openAIModel{}
+	for _, name := range s.reg.names() {
+		list = append(list, openAIModel{ID: name, Object: "model", OwnedBy: s.cfg.name})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
+}
+
+// writeOpenAIError answers an error in OpenAI's shape, with the status
+// of its class.
+func writeOpenAIError(w http.ResponseWriter, err error) int {
+	code := codeOf(err)
+	status := httpStatus[code]
+	kind, name := "invalid_request_error", any(nil)
+	switch code {
+	case CodeNotFound:
+		name = "model_not_found"
+	case CodeOverloaded:
+		kind = "rate_limit_error"
+	case CodeInternal, CodeUnavailable, CodeDeadline, CodeCanceled:
+		kind = "server_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": err.Error(), "type": kind, "param": nil, "code": name}})
+	return status
+}
