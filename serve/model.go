@@ -55,12 +55,13 @@ type ModelSpec struct {
 	note string
 }
 
-// SequenceStats is what a sequence model reports of what it ran, and
-// the id its padding slots hold (seq.Model has it).
+// SequenceStats is what a sequence model reports of what it ran, the
+// id its padding slots hold and its planner (seq.Model has it).
 type SequenceStats interface {
 	Stats() seq.Stats
 	Shapes() []seq.Shape
 	PadID() int64
+	Planner() seq.Planner
 }
 
 // model is a served model: its batcher and what its metadata says.

@@ -98,7 +98,8 @@ func parseEmbeddingInput(raw json.RawMessage) (embeddingInputs, error) {
 
 // embeddingRequest makes the inference request of the inputs for model
 // m: texts for a model that reads text, token ids (padded, with their
-// attention_mask) for one that reads them.
+// attention_mask) for one that reads them. It cuts in's token arrays in
+// place to what the model runs, which usage then counts.
 func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, error) {
 	if m.input.NumFields() != 1 {
 		return nil, fmt.Errorf("model %s takes %s, not one text or token input", m.name, names(m.inputs))
@@ -109,9 +110,14 @@ func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, error) {
 	case f.Type.ID() == arrow.STRING && in.texts != nil:
 		req.inputs = []*tensor{{name: f.Name, datatype: "BYTES", shape: []int64{int64(len(in.texts))}, data: in.texts}}
 	case isList && in.tokens != nil && m.sequence != nil:
+		// Each row cut where the model cuts it (its planner's longest),
+		// so that padding to the longest row holds at most rows × that
+		// many slots, whatever one long array in the body asks.
+		planner := m.sequence.Planner()
 		width := 0
-		for _, ids := range in.tokens {
-			width = max(width, len(ids))
+		for i, row := range in.tokens {
+			in.tokens[i] = row[:planner.Length(len(row))]
+			width = max(width, len(in.tokens[i]))
 		}
 		ids, mask := make([]int64, 0, width*len(in.tokens)), make([]int64, 0, width*len(in.tokens))
 		pad := m.sequence.PadID()

@@ -166,6 +166,38 @@ func TestOpenAIClient(t *testing.T) {
 		}
 	}
 
+	// A token array of a million ids beside 2,047 short ones holds what
+	// the model runs (its longest, 512), not a million slots a row (32 GB
+	// padded): it answers as its first 512 ids do.
+	long := make([]int64, 1_000_000)
+	for i := range long {
+		long[i] = 500
+	}
+	embedIDs := func(rows ...[]int64) []clientEmbedding {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"model": "encoder", "input": rows})
+		resp, err := http.Post(ids.http+"/v1/embeddings", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct{ Data []clientEmbedding }
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &res) != nil || len(res.Data) != len(rows) {
+			t.Fatalf("token arrays: %d %.300s", resp.StatusCode, raw)
+		}
+		return res.Data
+	}
+	cut := embedIDs(long[:512])[0].Embedding
+	rows := [][]int64{long}
+	for len(rows) < 2048 {
+		rows = append(rows, []int64{101, 102})
+	}
+	same("a million ids", embedIDs(rows...)[:1], [][]float32{cut})
+	if rss := statusKB(t, ids.cmd.Process.Pid, "VmHWM") << 10; rss > 1<<30 {
+		t.Errorf("a million ids beside 2,047 short arrays: peak RSS %d MiB, want under 1 GiB", rss>>20)
+	}
+
 	// Hostile: 100,000 inputs, and bodies that are not requests, answer
 	// 400 in OpenAI's shape; the server goes on.
 	many := make([]string, 100000)
