@@ -183,7 +183,7 @@ func (a *aside) writeFile(c *Config) (int64, error) {
 	}
 	rows := a.take(math.MaxInt64)
 	n := int64(len(rows))
-	if _, err := a.writeRows(c.SetAside, c.store, c.Overwrite, rows); err != nil {
+	if _, err := a.writeRows(c.SetAside, c.store, c.Overwrite || c.unit != nil, rows); err != nil {
 		return 0, fmt.Errorf("job: set aside: %w", err)
 	}
 	return n, nil

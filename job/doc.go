@@ -27,6 +27,27 @@
 // files, part-00000.parquet and on, with _manifest.json and a _SUCCESS
 // marker written last: no merge. See [Run] and [IsFolder].
 //
+// # Shared folders: any number of processes
+//
+// [RunUnits] runs one shard (i of n) of a job whose output folder n
+// processes share, under any scheduler (a Kubernetes Indexed Job, a shell
+// loop); the Beam transform runs on the same three steps. [PlanUnits]
+// cuts the inputs into units, fixed ranges of one pinned input's whole row
+// groups (Config.PartRows rows at a time, [Unit]), named by input and first
+// row — never by a shard count — and binds the folder to the job (_job.json:
+// the fingerprint, inputs and their versions); another job is refused
+// ([ErrChanged], naming an input that changed) unless Overwrite. Process i
+// writes the units u ≡ i (mod n) not committed yet ([WriteUnit]), each
+// one file written If-None-Match: of two processes that run one unit, the
+// first commit wins and the second discards its work ([ErrUnitTaken]);
+// a store that ignores the condition gets the same bytes twice. There is
+// no folder lock: a unit's conditional commit is its lock. The process
+// that finds every unit committed ([Seal]) checks each unit file's footer
+// (its job, input version and rows), writes the manifest, units in input
+// order, and _SUCCESS. A rerun with any n skips the committed units and
+// ends with the bytes of an uninterrupted single process; what it reads to
+// resume is a listing and a footer a unit, O(units), never O(rows).
+//
 // # The write layer
 //
 // Under [Run] is a write layer: read the inputs (the input recipe of

@@ -96,6 +96,9 @@ func (c *Config) dataset(ctx context.Context, files []string, origins *fileset.O
 	feat := c.features()
 	opts := append(feat.Options(), fileset.WithShard(c.Shard), fileset.WithReadRows(c.ReadRows), fileset.WithAllocator(c.Allocator),
 		fileset.WithMaxMemory(c.MaxMemory), fileset.WithOrigins(origins), fileset.WithOpener(c.store), fileset.WithContext(ctx))
+	if c.unit != nil && c.unit.Groups > 0 {
+		opts = append(opts, fileset.WithGroups(c.unit.Group, c.unit.Group+c.unit.Groups))
+	}
 	if c.badValue != nil {
 		opts = append(opts, fileset.WithCSVBadValues(c.badValue))
 	}

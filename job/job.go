@@ -128,7 +128,10 @@ type Config struct {
 	Predict []predict.Option
 	// Progress, if set, is called after every batch with the rows done
 	// and the total (-1 if unknown).
-	Progress  func(done, total int64)
+	Progress func(done, total int64)
+	// Committed, if set, is called by RunUnits after each unit this
+	// process committed.
+	Committed func(u Unit, s *Summary)
 	Logger    *slog.Logger
 	Allocator memory.Allocator
 
@@ -137,6 +140,11 @@ type Config struct {
 
 	// readOnly marks a job that reads for a function (Read): no model.
 	readOnly bool
+
+	// shared marks the fingerprint of a job whose folder processes share
+	// (PlanUnits); unit, the one unit a WriteUnit run writes.
+	shared bool
+	unit   *Unit
 
 	// store reads and writes the output, and ctx is the run's context,
 	// set for a run.
@@ -167,6 +175,21 @@ type Summary struct {
 	// made and bytes fetched.
 	Inputs map[string]storage.Traffic `json:"inputs,omitempty"`
 	Stats  predict.Stats              `json:"-"`
+	// Units reports a run of a shared folder's units (RunUnits).
+	Units *UnitsSummary `json:"units,omitempty"`
+}
+
+// UnitsSummary reports what one process of a shared folder did.
+type UnitsSummary struct {
+	Total   int `json:"total"`   // units of the job
+	Written int `json:"written"` // committed by this process
+	Skipped int `json:"skipped"` // of its shard, committed before it came to them
+	Taken   int `json:"taken"`   // of its shard, committed by another process first
+	// Pending is the job's units not committed when the process ended:
+	// 0 once the folder is complete (Sealed: this process wrote _SUCCESS,
+	// or found it).
+	Pending int  `json:"pending"`
+	Sealed  bool `json:"sealed"`
 }
 
 func (c *Config) defaults() error {
@@ -355,7 +378,8 @@ func (c *Config) fingerprint(ctx context.Context, files []string) (string, error
 		Batch, PartRows, Shard string
 		SetAside               bool
 		TypeIDs                string `json:",omitempty"`
-	}{SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(), TypeIDs: c.TypeIDsColumn,
+		Units                  bool   `json:",omitempty"`
+	}{Units: c.shared, SetAside: c.SetAside != "", Model: c.ModelID, InputSize: c.InputSize, Feature: c.FeatureColumn, Gather: c.Gather, Keep: c.kept(), TypeIDs: c.TypeIDsColumn,
 		Batch: fmt.Sprint(c.BatchSize), PartRows: fmt.Sprint(c.PartRows), Shard: c.Shard.String()}
 	// Objects are pinned side by side (a round trip each): the reads
 	// that follow see these versions or fail.

@@ -23,6 +23,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/aztest"
+	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/job"
@@ -87,21 +88,6 @@ func exists(t *testing.T, url string) bool {
 	defer o.Close()
 	_, err := o.Stat(t.Context(), url)
 	return err == nil
-}
-
-// equalFiles fails unless got and want hold the same names and bytes.
-func equalFiles(t *testing.T, what string, got, want map[string][]byte) {
-	t.Helper()
-	for name, b := range want {
-		if !bytes.Equal(got[name], b) {
-			t.Errorf("%s: %s differs (%d bytes, want %d)", what, name, len(got[name]), len(b))
-		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("%s: %s should not be there", what, name)
-		}
-	}
 }
 
 // putInputs makes a bucket and uploads the local inputs (a glob) to it
@@ -200,7 +186,7 @@ func objectJob(t *testing.T, st store, input, local string, m *cpu.MLP, kind, ke
 	if sum.ResumedRows == 0 || sum.ResumedRows%128 != 0 || sum.Rows != 1003 || sum.AlreadyComplete {
 		t.Fatalf("resume: %+v", sum)
 	}
-	equalFiles(t, "resumed", objectFiles(t, st, "jobs", again), whole)
+	filetest.EqualFiles(t, "resumed", objectFiles(t, st, "jobs", again), whole)
 	if kind == "file" {
 		if parts := objectFiles(t, st, "jobs", again+".parts"); len(parts) > 0 {
 			t.Fatalf("the file output's parts stayed: %d objects", len(parts))
@@ -293,7 +279,7 @@ func TestObjectStorageUploadFaults(t *testing.T) {
 	resumed := objectFiles(t, st, "faults", "preds")
 	delete(resumed, "_manifest.json") // it names its inputs, through the proxy
 	delete(want, "_manifest.json")
-	equalFiles(t, "resumed after a failed upload", resumed, want)
+	filetest.EqualFiles(t, "resumed after a failed upload", resumed, want)
 
 	// A committed part lost before the resume.
 	cfg.Resume, cfg.Overwrite = false, true
@@ -407,7 +393,7 @@ func TestBreakLockAgainstALiveHolder(t *testing.T) {
 			if _, err := job.Run(t.Context(), alone); err != nil {
 				t.Fatal(err)
 			}
-			equalFiles(t, "the breaker's output", objectFiles(t, st, "live", "preds"), objectFiles(t, st, "live", "alone"))
+			filetest.EqualFiles(t, "the breaker's output", objectFiles(t, st, "live", "preds"), objectFiles(t, st, "live", "alone"))
 		})
 	}
 }

@@ -341,7 +341,7 @@ func (o *fileOutput) write(rec arrow.RecordBatch) error {
 	return o.w.Write(out)
 }
 
-func (o *fileOutput) finish(int64) (err error) {
+func (o *fileOutput) finish(read int64) (err error) {
 	if o.asides, err = o.aside.writeFile(o.cfg); err != nil {
 		o.abort()
 		return err
@@ -353,6 +353,16 @@ func (o *fileOutput) finish(int64) (err error) {
 			return err
 		}
 		if err := o.create(schema); err != nil {
+			return err
+		}
+	}
+	if o.cfg.unit != nil {
+		ft, err := o.cfg.footer(read, o.asides)
+		if err == nil {
+			err = o.w.SetFooter(unitKey, ft)
+		}
+		if err != nil {
+			o.abort()
 			return err
 		}
 	}

@@ -210,6 +210,16 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// SetFooter adds a key and value to a Parquet file's footer metadata,
+// written at Commit: what is known only once every row is written (the
+// rows a job set aside). Other formats have no footer: an error.
+func (w *Writer) SetFooter(key, value string) error {
+	if w.pq == nil {
+		return fmt.Errorf("sink: %s: footer metadata needs a Parquet file", w.path)
+	}
+	return w.pq.AppendKeyValueMetadata(key, value)
+}
+
 // Commit finishes the file, syncs it and renames it to its destination.
 func (w *Writer) Commit() error {
 	if w.done {

@@ -115,7 +115,7 @@ func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
 	fs.Var(&f.features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
 	fs.StringVar(&f.featureCol, "feature-column", defaultColumn, "the tensor column of features (when not --features)")
 	f.shard.value = "0/1"
-	fs.Var(&f.shard, "shard", "read shard i of n (i/n): disjoint parts that together cover every row")
+	fs.Var(&f.shard, "shard", "read shard i of n (i/n): disjoint parts that together cover every row; with predict into a folder, n processes share it")
 	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	fs.IntVar(&f.csvSample, "csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
 	fs.Var(&f.maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size); a quarter of it, up to 64MiB, bounds an output row group")

@@ -21,12 +21,20 @@ storage by URL) in fixed-size batches, the last one padded, and writes
 one prediction row per input row, in order, next to the --keep columns.
 The output is a file, or a folder of Parquet parts (a trailing /). The
 predictions are committed in durable parts: a job killed at any moment
-continues with --resume, and writes the bytes an uninterrupted run would.`
+continues with --resume, and writes the bytes an uninterrupted run would.
+
+With --shard i/n and a folder output, n processes share the folder: the
+inputs are cut into units (--part-rows rows of whole row groups, named by
+input and first row), process i writes the units u ≡ i (mod n) not
+committed yet, each by a conditional write, and the process that commits
+the last one writes the manifest and _SUCCESS. A rerun with any n skips
+the committed units; --overwrite replaces another job's folder.`
 
 const predictExample = `  drainpipe predict --model model.dpmlp --input 'data/*.parquet' --output preds.parquet --keep id
   drainpipe predict --model model.onnx --input 's3://bucket/data/**/*.parquet' --output 's3://bucket/preds/' --keep id
   drainpipe predict --model model.dpmlp --input in.csv --features 'f*' --output out.arrow --set-aside bad.parquet
-  drainpipe predict ... --resume          # continue after a kill`
+  drainpipe predict ... --resume          # continue after a kill
+  drainpipe predict ... --output 's3://bucket/preds/' --shard "$JOB_COMPLETION_INDEX/8"   # one of 8 processes sharing a folder`
 
 func predictCommand() *cobra.Command {
 	c := &cobra.Command{Use: "predict --model M --input FILES --output OUT", Short: "Run a model over files: every row once, in order, resumable", Long: predictLong, Example: predictExample, Args: noArgs("--input")}
@@ -110,7 +118,19 @@ func predictCommand() *cobra.Command {
 		if prog != nil {
 			cfg.Progress = prog.update
 		}
-		sum, err := job.Run(ctx, cfg)
+		run := job.Run
+		if c.Flags().Changed("shard") && job.IsFolder(*output) {
+			// Processes given --shard i/n share the folder: each commits
+			// the units u ≡ i (mod n), and the last one seals it.
+			if in.setAside != "" && !job.IsFolder(in.setAside) {
+				return usageError(fmt.Errorf("predict: --set-aside %s: with --shard and a folder output, a folder (a trailing /) that holds a file a unit", in.setAside))
+			}
+			run = job.RunUnits
+			cfg.Committed = func(u job.Unit, s *job.Summary) {
+				fmt.Fprintf(stdout, "committed %s: rows=%d set_aside=%d\n", u.Name(), s.Rows, s.RowsSetAside)
+			}
+		}
+		sum, err := run(ctx, cfg)
 		if prog != nil {
 			prog.finish()
 		}
@@ -149,6 +169,12 @@ func printSummary(w io.Writer, s *job.Summary) {
 	}
 	if s.ResumedRows > 0 {
 		fmt.Fprintf(w, " resumed_from=%d", s.ResumedRows)
+	}
+	if u := s.Units; u != nil {
+		fmt.Fprintf(w, " units=%d written=%d skipped=%d taken=%d pending=%d", u.Total, u.Written, u.Skipped, u.Taken, u.Pending)
+		if u.Sealed {
+			fmt.Fprint(w, " complete")
+		}
 	}
 	fmt.Fprintln(w)
 }

@@ -123,7 +123,7 @@ func Open(patterns []string, opts ...Option) (*Set, error) {
 				return nil
 			}
 			schemas[f] = r.schema()
-			declared[f] = r.declared(func(unit int) bool { return c.shard.owns(len(paths), f, unit) })
+			declared[f] = r.declared(func(unit int) bool { return c.owns(len(paths), f, unit) })
 			r.close()
 			return nil
 		})
@@ -247,7 +247,7 @@ func (c *filesConfig) readFile(f, files int, path string, yield func(arrow.Recor
 		return yield(nil, err)
 	}
 	defer r.close()
-	mine := func(unit int) bool { return c.shard.owns(files, f, unit) }
+	mine := func(unit int) bool { return c.owns(files, f, unit) }
 	inYield, stopped := false, false
 	err = guard(&inYield, func() error {
 		for p, err := range r.records(mine) {

@@ -24,6 +24,7 @@ type filesConfig struct {
 	csvNumbers   []string // patterns of CSV columns read as numbers
 	csvBadValues func(path string, fileRow int64, column string, err error)
 	shard        Shard
+	groups       [2]int // WithGroups' range of units; groups[1] 0: all
 	mem          memory.Allocator
 	maxMemory    int64 // a read's memory ceiling; 0: derived from the file's size
 	origins      *Origins
@@ -87,6 +88,14 @@ func WithCSVNumbers(patterns ...string) Option {
 // files as shards, else row groups (Parquet), record batches (IPC files) or
 // chunks (CSV, IPC streams) dealt round-robin.
 func WithShard(s Shard) Option { return func(c *filesConfig) { c.shard = s } }
+
+// WithGroups reads only the units [from, to) of each file: row groups
+// (Parquet), record batches (IPC files) or chunks (CSV, IPC streams),
+// counted from 0. A job's unit of work is such a range of one file's row
+// groups: it names the same rows whatever reads it.
+func WithGroups(from, to int) Option {
+	return func(c *filesConfig) { c.groups = [2]int{from, to} }
+}
 
 // WithAllocator sets the allocator of the records read.
 func WithAllocator(mem memory.Allocator) Option { return func(c *filesConfig) { c.mem = mem } }

@@ -45,3 +45,12 @@ func (s Shard) owns(files, f, u int) bool {
 	}
 	return u < 0 || (f+u)%n == s.Index
 }
+
+// owns reports whether the read covers unit u of file f of files: the
+// shard's, within WithGroups' range.
+func (c *filesConfig) owns(files, f, u int) bool {
+	if u >= 0 && c.groups[1] > 0 && (u < c.groups[0] || u >= c.groups[1]) {
+		return false
+	}
+	return c.shard.owns(files, f, u)
+}

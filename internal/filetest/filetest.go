@@ -4,6 +4,7 @@
 package filetest
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/sink"
+	"github.com/drainpipe/drainpipe/storage"
 )
 
 // ReadWhole reads a file (a local path or a URL) whole into one record the
@@ -66,4 +69,56 @@ func Column(t testing.TB, pattern, name string) []string {
 		}
 	}
 	return out
+}
+
+// WriteParquet writes ds to a new file at path (sink's options, such as
+// its row groups' size), whole.
+func WriteParquet(t testing.TB, path string, ds *dataset.Dataset, opts ...sink.Option) {
+	t.Helper()
+	w, err := sink.Create(path, ds.Schema(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Copy(w, ds.Records()); err != nil {
+		w.Abort()
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Files returns the files of a folder (a path or URL) by name, with their
+// bytes, read through storage.
+func Files(t testing.TB, folder string) map[string][]byte {
+	t.Helper()
+	o := storage.NewOpener()
+	defer o.Close()
+	entries, err := o.List(t.Context(), folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name], err = o.ReadFile(t.Context(), storage.Join(folder, e.Name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// EqualFiles fails the test unless got and want hold the same names with
+// the same bytes.
+func EqualFiles(t testing.TB, what string, got, want map[string][]byte) {
+	t.Helper()
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s: %s differs (%d bytes, want %d)", what, name, len(got[name]), len(b))
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s: %s should not be there", what, name)
+		}
+	}
 }
