@@ -16,6 +16,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -64,7 +65,7 @@ func TestPipelineSetsRowsAside(t *testing.T) {
 	}
 	out, aside := filepath.Join(dir, "out"), filepath.Join(dir, "aside")
 	if err := run(t, Config{Inputs: []string{in}, Model: model, Output: out, SetAside: aside, Keep: []string{"id"},
-		BatchSize: 64, RowsPerShard: 1000}); err != nil {
+		BatchSize: 64, PartRows: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	got := readPredictions(t, filepath.Join(out, "part-*.parquet"))
@@ -85,7 +86,7 @@ func TestPipelineSetsRowsAside(t *testing.T) {
 	if !slices.Equal(ids, want) || !slices.Equal(fileRows, want) {
 		t.Fatalf("set aside ids %v at file rows %v, want %v", ids, fileRows, want)
 	}
-	var man Manifest
+	var man job.UnitManifest
 	data, err := os.ReadFile(filepath.Join(out, ManifestName))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func TestPipelineSetsRowsAside(t *testing.T) {
 	if err := json.Unmarshal(data, &man); err != nil {
 		t.Fatal(err)
 	}
-	if man.Rows != rows-int64(len(bad)) || man.RowsSetAside != int64(len(bad)) || man.SetAside != aside || len(man.Parts) != 3 {
+	if man.Rows != rows-int64(len(bad)) || man.RowsSetAside != int64(len(bad)) || len(man.Parts) != 2 {
 		t.Fatalf("manifest %+v", man)
 	}
 }

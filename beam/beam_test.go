@@ -26,6 +26,7 @@ import (
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"
 )
@@ -195,7 +196,7 @@ func TestPipelineMatchesJob(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	started, down := testSessions.started.Load(), testSessions.shutDown.Load()
 	cfg := Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"), Loader: "counting",
-		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+		Output: out, Keep: []string{"id"}, BatchSize: 256, PartRows: 8192}
 	if err := run(t, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestPipelineMatchesJob(t *testing.T) {
 			t.Fatalf("id %d: pipeline %+v, job %+v", id, got[id], w)
 		}
 	}
-	var man Manifest
+	var man job.UnitManifest
 	data, err := os.ReadFile(filepath.Join(out, ManifestName))
 	if err != nil {
 		t.Fatal(err)
@@ -216,13 +217,13 @@ func TestPipelineMatchesJob(t *testing.T) {
 	if err := json.Unmarshal(data, &man); err != nil {
 		t.Fatal(err)
 	}
-	// a: 20,000 rows in 5 groups → 3 shards; b: one group → 1; c: 11 groups → 2.
+	// a: 20,000 rows in 5 groups → 3 units; b: one group → 1; c: 11 groups → 2.
 	names := make([]string, len(man.Parts))
 	for i, f := range man.Parts {
 		names[i] = f.File
 	}
-	wantNames := []string{"part-00000-000-of-003.parquet", "part-00000-001-of-003.parquet", "part-00000-002-of-003.parquet",
-		"part-00001-000-of-001.parquet", "part-00002-000-of-002.parquet", "part-00002-001-of-002.parquet"}
+	wantNames := []string{"part-00000-000000000000.parquet", "part-00000-000000008192.parquet", "part-00000-000000016384.parquet",
+		"part-00001-000000000000.parquet", "part-00002-000000000000.parquet", "part-00002-000000009000.parquet"}
 	if man.Rows != totalRows || !slices.Equal(names, wantNames) {
 		t.Errorf("manifest: %d rows, files %v; want %d, %v", man.Rows, names, totalRows, wantNames)
 	}
@@ -253,7 +254,7 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	}
 	var mu sync.Mutex
 	attempts := map[string]int{}
-	fault := func(sh Shard) error {
+	fault := func(sh job.Unit) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts[sh.Name()]++
@@ -265,9 +266,9 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	testFault.Store(&fault)
 	defer testFault.Store(nil)
 	err := run(t, Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
-		Output: out, Keep: []string{"id"}, RowsPerShard: 8192, Overwrite: true})
+		Output: out, Keep: []string{"id"}, PartRows: 8192, Overwrite: true})
 	mu.Lock()
-	retried := attempts["part-00001-000-of-001.parquet"] > 1
+	retried := attempts["part-00001-000000000000.parquet"] > 1
 	mu.Unlock()
 	t.Logf("the runner retried the failed shard: %v", retried)
 	if retried {
@@ -280,7 +281,7 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 		}
 		return
 	}
-	if err == nil || !strings.Contains(err.Error(), "injected failure of part-00001-000-of-001.parquet") {
+	if err == nil || !strings.Contains(err.Error(), "injected failure of part-00001-000000000000.parquet") {
 		t.Fatalf("pipeline: %v, want the injected failure", err)
 	}
 	for _, name := range []string{ManifestName, SuccessName} {
@@ -314,7 +315,7 @@ func TestPipelineOnS3(t *testing.T) {
 		}
 	}
 	cfg := Config{Inputs: []string{srv.URL("beam", "*.parquet")}, Model: srv.URL("beam", "model.dpmlp"),
-		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, PartRows: 8192}
 	if err := run(t, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -385,8 +386,8 @@ func TestInputReplacedMidPipelineFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	fault := func(sh Shard) error {
-		if sh.Index == 1 {
+	fault := func(sh job.Unit) error {
+		if sh.FirstRow > 0 {
 			once.Do(func() { put("a.parquet", replacement) })
 		}
 		return nil
@@ -394,7 +395,7 @@ func TestInputReplacedMidPipelineFails(t *testing.T) {
 	testFault.Store(&fault)
 	defer testFault.Store(nil)
 	cfg := Config{Inputs: []string{srv.URL("beam", "a.parquet")}, Model: srv.URL("beam", "model.dpmlp"),
-		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+		Output: srv.URL("beam", "out/"), Keep: []string{"id"}, BatchSize: 256, PartRows: 8192}
 	err = run(t, cfg)
 	if err == nil || !strings.Contains(err.Error(), storage.ErrChanged.Error()) || !strings.Contains(err.Error(), "s3://beam/a.parquet") {
 		t.Fatalf("pipeline over an input replaced mid-run: %v, want the input named as changed", err)
@@ -406,20 +407,20 @@ func TestInputReplacedMidPipelineFails(t *testing.T) {
 
 // A rerun over an earlier run's output: refused without Overwrite (the
 // earlier files untouched); with it, the earlier shards go before any
-// shard runs, so a rerun with another RowsPerShard leaves no stale shard
+// unit runs, so a rerun with another PartRows leaves no stale unit
 // beside its own (a glob reader would read those rows twice). A folder
 // holding files no run wrote is refused either way.
 func TestRerunReplacesTheOutput(t *testing.T) {
 	dir := inputs(t)
 	out := filepath.Join(t.TempDir(), "out")
 	cfg := Config{Inputs: []string{filepath.Join(dir, "*.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
-		Output: out, Keep: []string{"id"}, BatchSize: 256, RowsPerShard: 8192}
+		Output: out, Keep: []string{"id"}, BatchSize: 256, PartRows: 8192}
 	if err := run(t, cfg); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := filepath.Glob(filepath.Join(out, "part-*.parquet"))
-	cfg.RowsPerShard = 1 << 20
-	if err := run(t, cfg); err == nil || !strings.Contains(err.Error(), "--overwrite replaces it") {
+	cfg.PartRows = 1 << 20
+	if err := run(t, cfg); err == nil || !strings.Contains(err.Error(), "--overwrite replaces") {
 		t.Fatalf("a rerun without Overwrite: %v", err)
 	}
 	if after, _ := filepath.Glob(filepath.Join(out, "part-*.parquet")); !slices.Equal(after, before) {

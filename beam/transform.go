@@ -3,12 +3,10 @@ package dpbeam
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,14 +14,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/drainpipe/drainpipe/dataset/fileset"
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
-// ErrRowsLost reports shards whose rows written differ from the rows their
+// ErrRowsLost reports units whose rows written differ from the rows their
 // inputs declare: the pipeline's output is not complete.
-var ErrRowsLost = errors.New("dpbeam: rows lost")
+var ErrRowsLost = job.ErrRowsLost
 
 // Config describes a Beam prediction job. It travels to the workers as
 // part of the pipeline, so it holds names and numbers only.
@@ -32,7 +30,7 @@ type Config struct {
 	Model  string   // the model file, a path or URL as the workers see it
 	Loader string   // a loader registered with RegisterLoader; "" for .dpmlp
 	// Output is the output folder, a path or URL (s3://bucket/preds/):
-	// one Parquet file a shard, a manifest, _SUCCESS.
+	// one Parquet file a unit, a manifest, _SUCCESS.
 	Output string
 
 	FeatureColumn string // the tensor column the model reads; "" for the model's
@@ -41,63 +39,45 @@ type Config struct {
 	Features  []string
 	Keep      []string // input columns written next to the predictions
 	BatchSize int      // rows a batch (default 256)
-	// RowsPerShard is the rows a Parquet shard aims at (default 1<<18):
-	// files of many row groups split into several shards.
-	RowsPerShard int64
+	// PartRows is the rows a unit of work aims at (default 1<<18): whole
+	// row groups of one Parquet file, each joining the unit before it
+	// until that unit holds PartRows rows (job.Unit). The units depend on
+	// the inputs and PartRows alone, not on the runner's parallelism.
+	PartRows int
 
-	// Overwrite replaces what an earlier run left in Output (and in
-	// SetAside): its shard files, manifest and _SUCCESS are removed before
-	// any shard runs. Without it, a folder holding them is refused
-	// (job.ErrOutputExists). A folder holding files no run wrote is
-	// refused either way.
+	// Overwrite replaces another job's output in Output (job.PlanUnits).
+	// Without it, a folder bound to another job (other inputs or input
+	// versions, model or settings) is refused with job.ErrChanged; a rerun
+	// of the same job resumes, skipping the units committed. A folder
+	// holding files no run wrote is refused either way.
 	Overwrite bool
 
-	// SetAside, if set, is a folder (a path or URL) where each shard writes
+	// SetAside, if set, is a folder (a path or URL) where each unit writes
 	// the rows it cannot predict, a file named as its output file, with
 	// their keys, source file, file row, column and reason, and goes on
-	// (job.Config.SetAside). Empty: such a row fails its shard.
+	// (job.Config.SetAside). Empty: such a row fails its unit.
 	SetAside string
-	// ReadRows, CSVSample and MaxMemory are how a shard reads its input
+	// ReadRows, CSVSample and MaxMemory are how a unit reads its input
 	// (job.Config's); 0 keeps the defaults.
 	ReadRows  int
 	CSVSample int
 	MaxMemory int64
 }
 
-// Result is one committed shard.
+// Result is one unit's outcome.
 type Result struct {
-	Shard Shard
-	File  string // output file name in the output folder
-	Rows  int64  // rows written
+	Unit job.Unit
+	File string // output file name in the output folder
+	Rows int64  // rows written
 	// RowsSetAside is the rows written to the file of the same name in
 	// the SetAside folder.
 	RowsSetAside int64
-	// WallNanos is the shard's job, SessionStartNanos the part of it spent
+	// Taken reports a unit another attempt committed first (a bundle the
+	// runner ran twice): this attempt's work was discarded.
+	Taken bool
+	// WallNanos is the unit's job, SessionStartNanos the part of it spent
 	// starting its device sessions.
 	WallNanos, SessionStartNanos int64
-}
-
-// Manifest is the output folder's _manifest.json, written once every shard
-// has committed.
-type Manifest struct {
-	Inputs []string `json:"inputs"`
-	Model  string   `json:"model"`
-	Rows   int64    `json:"rows"`
-	// SetAside is Config.SetAside and RowsSetAside the rows set aside in
-	// it: with Rows, every input row.
-	SetAside     string           `json:"set_aside,omitempty"`
-	RowsSetAside int64            `json:"rows_set_aside,omitempty"`
-	Parts        []ManifestRecord `json:"parts"`
-}
-
-// ManifestRecord is one output file of the manifest: its name and rows,
-// as every output folder's manifest lists them, and the input shard it
-// holds.
-type ManifestRecord struct {
-	storage.ManifestPart
-	Input        string `json:"input"`
-	Shard        string `json:"shard"` // "i/n" of the input's row groups
-	RowsSetAside int64  `json:"rows_set_aside,omitempty"`
 }
 
 // ManifestName and SuccessName are the files the last step writes: the
@@ -108,210 +88,212 @@ const (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeFor[Shard]())
+	beam.RegisterType(reflect.TypeFor[job.Unit]())
 	beam.RegisterType(reflect.TypeFor[Result]())
-	register.DoFn3x1[context.Context, []byte, func(Shard), error](&expandFn{})
-	register.DoFn3x1[context.Context, Shard, func(Result), error](&predictFn{})
-	register.DoFn3x1[context.Context, int, func(*Result) bool, error](&manifestFn{})
-	register.Emitter1[Shard]()
+	register.DoFn3x1[context.Context, []byte, func(job.Unit), error](&planFn{})
+	register.DoFn3x1[context.Context, job.Unit, func(Result), error](&predictFn{})
+	register.DoFn3x1[context.Context, []byte, func(*Result) bool, error](&sealFn{})
+	register.Emitter1[job.Unit]()
 	register.Emitter1[Result]()
 	register.Iter1[Result]()
 }
 
-// Predict adds the job to the pipeline: it expands the inputs into shards,
-// spreads them across workers, predicts each into its own Parquet file of
-// the output folder (keys and predictions, one row an input row), and
-// writes the manifest and _SUCCESS once every shard has committed. It
-// returns the committed shards.
+// Predict adds the job to the pipeline: it plans the inputs' units and
+// binds the output folder to the job (a rerun of the same job skips the
+// units committed), spreads the rest across workers, predicts each into
+// its own Parquet file of the output folder (keys and predictions, one
+// row an input row, committed once), and seals the folder — manifest and
+// _SUCCESS — once every unit is committed. It returns the units written.
 func Predict(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("drainpipe.Predict")
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
 	}
-	if cfg.RowsPerShard <= 0 {
-		cfg.RowsPerShard = 1 << 18
+	if cfg.PartRows <= 0 {
+		cfg.PartRows = 1 << 18
 	}
-	shards := beam.ParDo(s, &expandFn{Cfg: cfg}, beam.Impulse(s))
-	results := beam.ParDo(s, &predictFn{Cfg: cfg}, beam.Reshuffle(s, shards))
-	beam.ParDo0(s, &manifestFn{Cfg: cfg}, beam.GroupByKey(s, beam.AddFixedKey(s, results)))
+	cfg.Output = asFolder(cfg.Output)
+	if cfg.SetAside != "" {
+		cfg.SetAside = asFolder(cfg.SetAside)
+	}
+	units := beam.ParDo(s, &planFn{Cfg: cfg}, beam.Impulse(s))
+	results := beam.ParDo(s, &predictFn{Cfg: cfg}, beam.Reshuffle(s, units))
+	// Sealing waits for every result (a side input is whole before its
+	// step runs), and runs when no unit was left to write.
+	beam.ParDo0(s, &sealFn{Cfg: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
 	return results
 }
 
-// expandFn lists the shards, on a worker: the files are the workers'.
-type expandFn struct{ Cfg Config }
+// asFolder makes a folder's path or URL end in its separator.
+func asFolder(dir string) string {
+	if storage.IsFolder(dir) || strings.HasSuffix(dir, "/") {
+		return dir
+	}
+	return dir + "/"
+}
 
-func (f *expandFn) ProcessElement(ctx context.Context, _ []byte, emit func(Shard)) error {
-	if err := storage.MkdirAll(f.Cfg.Output); err != nil {
-		return fmt.Errorf("dpbeam: output: %w", err)
+// The DoFns that need the model (its digest is in the job's fingerprint)
+// hold it from Setup to Teardown. Beam encodes a DoFn by its exported
+// fields: each has its own Cfg.
+
+func setup(cfg Config) (*handle, error) { return acquire(cfg.Loader, cfg.Model) }
+
+func teardown(cfg Config, h **handle) {
+	if *h != nil {
+		release(cfg.Loader, cfg.Model)
+		*h = nil
+	}
+}
+
+// coreJob is the core's job for the pipeline, with model m.
+func coreJob(cfg Config, h *handle, m device.Model) job.Config {
+	return job.Config{
+		Inputs: cfg.Inputs, Output: cfg.Output, Overwrite: cfg.Overwrite,
+		Model: m, ModelID: h.id, InputSize: h.model.InputSize,
+		FeatureColumn: cmp.Or(cfg.FeatureColumn, h.model.Feature), Gather: cfg.Features, Keep: cfg.Keep,
+		BatchSize: cfg.BatchSize, PartRows: cfg.PartRows,
+		ReadRows: cfg.ReadRows, CSVSample: cfg.CSVSample, MaxMemory: cfg.MaxMemory, SetAside: cfg.SetAside,
+	}
+}
+
+// planFn plans the units and binds the folder, on a worker: the files are
+// the workers'. It emits the units not committed yet.
+type planFn struct {
+	Cfg Config
+	h   *handle
+}
+
+func (f *planFn) Setup() (err error) { f.h, err = setup(f.Cfg); return err }
+func (f *planFn) Teardown()          { teardown(f.Cfg, &f.h) }
+
+func (f *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(job.Unit)) error {
+	plan, err := job.PlanUnits(ctx, coreJob(f.Cfg, f.h, f.h.model.Device))
+	if err != nil {
+		return fmt.Errorf("dpbeam: %w", err)
 	}
 	if f.Cfg.SetAside != "" {
-		if err := storage.MkdirAll(f.Cfg.SetAside); err != nil {
-			return fmt.Errorf("dpbeam: set aside: %w", err)
-		}
-	}
-	store := storage.NewOpener()
-	defer store.Close()
-	if err := clearFolder(ctx, store, f.Cfg.Output, f.Cfg.Overwrite, "--output"); err != nil {
-		return err
-	}
-	if f.Cfg.SetAside != "" {
-		if err := clearFolder(ctx, store, f.Cfg.SetAside, f.Cfg.Overwrite, "--set-aside"); err != nil {
+		if err := clearAsides(ctx, f.Cfg.SetAside, plan); err != nil {
 			return err
 		}
 	}
-	shards, err := Expand(ctx, f.Cfg.Inputs, f.Cfg.RowsPerShard)
-	if err != nil {
-		return err
+	pending := plan.Pending()
+	if len(plan.Committed) > 0 {
+		slog.Info("drainpipe: resuming", "output", f.Cfg.Output, "units", len(plan.Units), "committed", len(plan.Committed))
 	}
-	for _, sh := range shards {
-		emit(sh)
+	for _, u := range pending {
+		emit(u)
+		if testTwice.Load() {
+			emit(u)
+		}
 	}
 	return nil
 }
 
-// clearFolder readies an output folder for a run, as the CLI does: an
-// empty or absent folder is used as it is; one holding an earlier run's
-// files (shard files, the manifest, _SUCCESS) is cleared of them with
-// overwrite — the marker first, so no reader takes a half-cleared folder
-// for complete — and refused without, so a rerun never leaves an earlier
-// run's shards beside its own; one holding any other file is refused.
-func clearFolder(ctx context.Context, store *storage.Opener, dir string, overwrite bool, flag string) error {
+// clearAsides readies the set-aside folder: files of units not committed
+// are stale (each unit's is written with it), and are removed; files no
+// run wrote are refused.
+func clearAsides(ctx context.Context, dir string, plan *job.Plan) error {
+	if err := storage.MkdirAll(dir); err != nil {
+		return fmt.Errorf("dpbeam: set aside: %w", err)
+	}
+	store := storage.NewOpener()
+	defer store.Close()
 	entries, err := store.List(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("dpbeam: %s: %w", flag, err)
+		return fmt.Errorf("dpbeam: set aside: %w", err)
 	}
-	var earlier []string
 	for _, e := range entries {
+		_, committed := plan.Committed[e.Name]
 		switch {
-		case strings.HasPrefix(e.Name, "."): // temporary files
-		case e.Name == SuccessName || e.Name == ManifestName || isShardFile(e.Name):
-			earlier = append(earlier, e.Name)
+		case strings.HasPrefix(e.Name, "."), committed:
+		case strings.HasPrefix(e.Name, "part-"):
+			if err := store.Remove(ctx, storage.Join(dir, e.Name)); err != nil {
+				return fmt.Errorf("dpbeam: set aside: %w", err)
+			}
 		default:
-			return fmt.Errorf("%w: %s %s holds %s, which no drainpipe run wrote", job.ErrNotOutput, flag, dir, e.Name)
-		}
-	}
-	if len(earlier) == 0 {
-		return nil
-	}
-	if !overwrite {
-		return fmt.Errorf("%w: %s %s holds an earlier run's output (%d files): --overwrite replaces it", job.ErrOutputExists, flag, dir, len(earlier))
-	}
-	slices.SortFunc(earlier, func(a, b string) int { return cmp.Compare(removeOrder(a), removeOrder(b)) })
-	for _, name := range earlier {
-		if err := store.Remove(ctx, storage.Join(dir, name)); err != nil {
-			return fmt.Errorf("dpbeam: %s: %w", flag, err)
+			return fmt.Errorf("%w: set-aside folder %s holds %s, which no drainpipe run wrote", job.ErrNotOutput, dir, e.Name)
 		}
 	}
 	return nil
 }
 
-// removeOrder puts the marker first and the manifest second.
-func removeOrder(name string) int {
-	switch name {
-	case SuccessName:
-		return 0
-	case ManifestName:
-		return 1
-	}
-	return 2
-}
-
-// testFault, set by tests, fails a shard's attempt before it runs. It is
+// testFault, set by tests, fails a unit's attempt before it runs. It is
 // atomic: a failed pipeline's other bundles may still be running on
 // Prism's workers when Execute returns and the test resets it.
-var testFault atomic.Pointer[func(Shard) error]
+var testFault atomic.Pointer[func(job.Unit) error]
 
-// predictFn runs the core's job on one shard, into its own file.
+// testTwice, set by tests, plans every unit twice: the attempts a runner
+// makes when it retries a bundle it took for lost.
+var testTwice atomic.Bool
+
+// predictFn runs the core's job on one unit, into its own file.
 type predictFn struct {
 	Cfg Config
 	h   *handle
 }
 
-func (f *predictFn) Setup() error {
-	h, err := acquire(f.Cfg.Loader, f.Cfg.Model)
-	f.h = h
-	return err
-}
+func (f *predictFn) Setup() (err error) { f.h, err = setup(f.Cfg); return err }
+func (f *predictFn) Teardown()          { teardown(f.Cfg, &f.h) }
 
-func (f *predictFn) Teardown() {
-	if f.h != nil {
-		release(f.Cfg.Loader, f.Cfg.Model)
-		f.h = nil
-	}
-}
-
-func (f *predictFn) ProcessElement(ctx context.Context, sh Shard, emit func(Result)) error {
+func (f *predictFn) ProcessElement(ctx context.Context, u job.Unit, emit func(Result)) error {
 	if fault := testFault.Load(); fault != nil {
-		if err := (*fault)(sh); err != nil {
+		if err := (*fault)(u); err != nil {
 			return err
 		}
 	}
-	m := f.h.model
-	out := storage.Join(f.Cfg.Output, sh.Name())
-	timed := &timedModel{Model: m.Device}
-	// Written once, whole or not at all: Beam retries a failed shard
-	// whole, and its file's name is its own, so no lock, parts or merge.
-	cfg := job.Config{
-		Inputs: []string{sh.Path}, Output: out, Overwrite: true,
-		Model: timed, ModelID: f.h.id, InputSize: m.InputSize,
-		FeatureColumn: cmp.Or(f.Cfg.FeatureColumn, m.Feature), Gather: f.Cfg.Features, Keep: f.Cfg.Keep,
-		BatchSize: f.Cfg.BatchSize, Shard: fileset.Shard{Index: sh.Index, Count: sh.Count},
-		ReadRows: f.Cfg.ReadRows, CSVSample: f.Cfg.CSVSample, MaxMemory: f.Cfg.MaxMemory,
-		Logger: slog.Default().With("shard", sh.Name()),
+	timed := &timedModel{Model: f.h.model.Device}
+	cfg := coreJob(f.Cfg, f.h, timed)
+	cfg.Logger = slog.Default().With("unit", u.Name())
+	sum, err := job.WriteUnit(ctx, cfg, u)
+	if errors.Is(err, job.ErrUnitTaken) {
+		// A bundle run twice: the first commit stands.
+		emit(Result{Unit: u, File: u.Name(), Taken: true})
+		return nil
 	}
-	if sh.Version != "" {
-		cfg.Pinned = map[string]storage.Info{sh.Path: {Size: sh.Size, ETag: sh.Version}}
-	}
-	if f.Cfg.SetAside != "" {
-		cfg.SetAside = storage.Join(f.Cfg.SetAside, sh.Name())
-	}
-	sum, err := job.WriteFile(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("dpbeam: shard %s: %w", sh.describe(), err)
+		return fmt.Errorf("dpbeam: %w", err)
 	}
-	if sh.Rows >= 0 && sum.Rows+sum.RowsSetAside != sh.Rows {
-		return fmt.Errorf("%w: shard %s wrote %d rows and set %d aside, its metadata declares %d", ErrRowsLost, sh.describe(), sum.Rows, sum.RowsSetAside, sh.Rows)
-	}
-	emit(Result{Shard: sh, File: sh.Name(), Rows: sum.Rows, RowsSetAside: sum.RowsSetAside, WallNanos: int64(sum.Wall),
+	emit(Result{Unit: u, File: u.Name(), Rows: sum.Rows, RowsSetAside: sum.RowsSetAside, WallNanos: int64(sum.Wall),
 		SessionStartNanos: timed.starting.Load()})
 	return nil
 }
 
-// manifestFn writes the manifest and _SUCCESS after every shard.
-type manifestFn struct{ Cfg Config }
+// sealFn writes the manifest and _SUCCESS once every unit is committed.
+type sealFn struct {
+	Cfg Config
+	h   *handle
+}
 
-func (f *manifestFn) ProcessElement(ctx context.Context, _ int, results func(*Result) bool) error {
-	man := Manifest{Inputs: f.Cfg.Inputs, Model: f.Cfg.Model, SetAside: f.Cfg.SetAside}
+func (f *sealFn) Setup() (err error) { f.h, err = setup(f.Cfg); return err }
+func (f *sealFn) Teardown()          { teardown(f.Cfg, &f.h) }
+
+func (f *sealFn) ProcessElement(ctx context.Context, _ []byte, results func(*Result) bool) error {
 	var r Result
-	seen := map[string]bool{}
+	var written, taken int
 	var wall, start time.Duration
 	for results(&r) {
-		if seen[r.File] {
-			continue // a retried shard reported twice: its file was rewritten, not added
+		if r.Taken {
+			taken++
+			continue
 		}
-		seen[r.File] = true
-		man.Parts = append(man.Parts, ManifestRecord{ManifestPart: storage.ManifestPart{File: r.File, Rows: r.Rows}, Input: r.Shard.Path,
-			Shard: fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Count), RowsSetAside: r.RowsSetAside})
-		man.Rows += r.Rows
-		man.RowsSetAside += r.RowsSetAside
+		written++
 		wall += time.Duration(r.WallNanos)
 		start += time.Duration(r.SessionStartNanos)
 	}
-	slices.SortFunc(man.Parts, func(a, b ManifestRecord) int { return cmp.Compare(a.File, b.File) })
-	data, err := json.MarshalIndent(man, "", "  ")
+	cfg := coreJob(f.Cfg, f.h, f.h.model.Device)
+	cfg.Overwrite = false // bound by the plan: never clear it now
+	plan, err := job.PlanUnits(ctx, cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("dpbeam: seal: %w", err)
 	}
-	store := storage.NewOpener()
-	defer store.Close()
-	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, ManifestName), append(data, '\n'), true); err != nil {
-		return fmt.Errorf("dpbeam: manifest: %w", err)
+	pending, err := job.Seal(ctx, cfg, plan)
+	if err != nil {
+		return fmt.Errorf("dpbeam: seal: %w", err)
 	}
-	done := storage.Success{Rows: man.Rows, Parts: len(man.Parts)}.Marshal()
-	if err := store.WriteFile(ctx, storage.Join(f.Cfg.Output, SuccessName), done, true); err != nil {
-		return fmt.Errorf("dpbeam: %s: %w", SuccessName, err)
+	if pending > 0 {
+		return fmt.Errorf("%w: %d of the %d units of %s are not committed", ErrRowsLost, pending, len(plan.Units), f.Cfg.Output)
 	}
-	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "files", len(man.Parts), "rows", man.Rows,
-		"shard_wall", wall, "session_start", start)
+	slog.Info("drainpipe: output committed", "output", f.Cfg.Output, "units", len(plan.Units), "written", written,
+		"taken", taken, "unit_wall", wall, "session_start", start)
 	return nil
 }

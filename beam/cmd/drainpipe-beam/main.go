@@ -6,8 +6,10 @@
 //	drainpipe-beam --runner=universal --endpoint=localhost:8099 ...   # a Flink job server
 //	drainpipe-beam --runner=dataflow --project=P --region=R --staging_location=gs://... ...
 //
-// The output folder gets one Parquet file a shard (keys and predictions),
-// then _manifest.json and _SUCCESS once every shard has committed.
+// The output folder gets one Parquet file a unit of work (keys and
+// predictions), then _manifest.json and _SUCCESS once every unit has
+// committed. A rerun of the same job over the folder, killed or not, with
+// any parallelism, writes only the units not committed yet.
 package main
 
 import (
@@ -47,11 +49,11 @@ func main() {
 	ours.Var(&features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
 	featureCol := ours.String("feature-column", "", "the tensor column the model reads (default: the model's)")
 	batch := ours.Int("batch-size", 256, "rows per device batch")
-	rowsPerShard := ours.Int64("rows-per-shard", 1<<18, "rows a Parquet shard aims at: files of many row groups split into several shards")
+	partRows := ours.Int("part-rows", 1<<18, "rows a unit of work aims at (whole row groups of one file): the units, and the output's files, depend on the inputs and this alone; a rerun resumes them")
 	setAside := ours.String("set-aside", "", "a folder (path or URL) where each shard writes the rows it cannot predict (null or ragged features, values that do not parse, rows the model fails on) with their keys, source file, file row and reason, and goes on (default: such a row fails its shard)")
 	readRows := ours.Int("read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
 	csvSample := ours.Int("csv-sample", 10_000, "rows of each CSV input its column types are inferred from")
-	overwrite := ours.Bool("overwrite", false, "replace an earlier run's output in --output (and --set-aside): its shard files, manifest and _SUCCESS are removed first")
+	overwrite := ours.Bool("overwrite", false, "replace another job's output in --output (other inputs, input versions, model or settings); a rerun of the same job resumes without it")
 	quiet := ours.Bool("quiet", false, "log warnings and errors only (the runner's and the shards' progress lines are INFO)")
 	var maxMemory cliflag.Bytes
 	ours.Var(&maxMemory, "max-memory", "the most memory the reader of one input file may hold, such as 4GiB or 512MiB (default: 2GiB plus 16 times the file's size)")
@@ -79,13 +81,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "drainpipe-beam: --read-rows %d: want 1 or more\n", *readRows)
 		os.Exit(2)
 	}
-	if err := preflight(inputs, *rowsPerShard); err != nil {
+	if err := preflight(inputs); err != nil {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam:", err)
 		os.Exit(1)
 	}
 	p, s := beam.NewPipelineWithRoot()
 	dpbeam.Predict(s, dpbeam.Config{Inputs: inputs, Model: *model, Loader: *loader, Output: *output,
-		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, RowsPerShard: *rowsPerShard,
+		FeatureColumn: *featureCol, Features: features, Keep: keep, BatchSize: *batch, PartRows: *partRows,
 		SetAside: *setAside, Overwrite: *overwrite, ReadRows: *readRows, CSVSample: *csvSample, MaxMemory: int64(maxMemory)})
 	if err := beamx.Run(context.Background(), p); err != nil {
 		fmt.Fprintln(os.Stderr, "drainpipe-beam:", cause(err))
@@ -96,7 +98,7 @@ func main() {
 // preflight lists the inputs here, before a pipeline starts, when this
 // machine sees them as the workers do (URLs; local paths it can list): an
 // input that matches nothing is one line now, not a failed bundle later.
-func preflight(inputs []string, rowsPerShard int64) error {
+func preflight(inputs []string) error {
 	runner := ""
 	if f := flag.Lookup("runner"); f != nil {
 		runner = f.Value.String()
@@ -108,11 +110,11 @@ func preflight(inputs []string, rowsPerShard int64) error {
 				continue // perhaps a path only the workers see
 			}
 		}
-		shards, err := dpbeam.Expand(context.Background(), []string{in}, rowsPerShard)
+		matches, err := fileset.ExpandContext(context.Background(), []string{in})
 		if err != nil {
 			return err
 		}
-		if len(shards) == 0 {
+		if len(matches) == 0 {
 			return fmt.Errorf("--input %s matches no data file", in)
 		}
 	}

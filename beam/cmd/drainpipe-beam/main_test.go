@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	dpbeam "github.com/drainpipe/drainpipe/beam"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/job"
 )
 
 // A runner's error ends with what the failing step said; that is the line
@@ -28,7 +28,7 @@ func TestCause(t *testing.T) {
 // On the local runner an input that matches nothing is refused before the
 // pipeline starts.
 func TestPreflight(t *testing.T) {
-	err := preflight([]string{filepath.Join(t.TempDir(), "none-*.parquet")}, 1<<18)
+	err := preflight([]string{filepath.Join(t.TempDir(), "none-*.parquet")})
 	if err == nil || !strings.Contains(err.Error(), "none-*.parquet") {
 		t.Fatalf("preflight of nothing: %v", err)
 	}
@@ -42,10 +42,7 @@ func TestCommandSetsAsideQuietly(t *testing.T) {
 		t.Skip("builds the command (-short)")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "drainpipe-beam")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := build(t)
 	in := filepath.Join(dir, "in.csv")
 	var b strings.Builder
 	b.WriteString("id,f0,f1\n")
@@ -83,8 +80,8 @@ func TestCommandSetsAsideQuietly(t *testing.T) {
 	if err != nil || strings.Contains(quiet, "level=INFO") {
 		t.Fatalf("--quiet: %v\n%s", err, quiet)
 	}
-	var man dpbeam.Manifest
-	data, err := os.ReadFile(filepath.Join(dir, "quiet", dpbeam.ManifestName))
+	var man job.UnitManifest
+	data, err := os.ReadFile(filepath.Join(dir, "quiet", "_manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,4 +95,14 @@ func TestCommandSetsAsideQuietly(t *testing.T) {
 	if len(ids) != 1 || ids[0] != "37" {
 		t.Fatalf("set aside ids %v, want [37]", ids)
 	}
+}
+
+// build builds the command for the test.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "drainpipe-beam")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }
