@@ -78,7 +78,7 @@ func BenchmarkPrismVsJob(b *testing.B) {
 			jobRates, beamRates, ratios = append(jobRates, jobRate), append(beamRates, beamRate), append(ratios, beamRate/jobRate)
 		}
 	}
-	// What a shard pays for starting its session, against its work.
+	// What a unit pays for starting its session, against its work.
 	began := time.Now()
 	const starts = 100
 	for range starts {
@@ -91,9 +91,9 @@ func BenchmarkPrismVsJob(b *testing.B) {
 		}
 	}
 	start := time.Since(began) / starts
-	shard := time.Duration(float64(rowsPerFile) / median(beamRates) * float64(time.Second))
+	unit := time.Duration(float64(rowsPerFile) / median(beamRates) * float64(time.Second))
 	b.ReportMetric(float64(start.Microseconds()), "session_start_µs")
-	b.ReportMetric(start.Seconds()/shard.Seconds(), "session_start/shard")
+	b.ReportMetric(start.Seconds()/unit.Seconds(), "session_start/unit")
 
 	slices.Sort(ratios)
 	b.ReportMetric(median(jobRates), "job_rows/s")

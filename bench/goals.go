@@ -233,6 +233,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 		}})
 	}
 	gs = append(gs, writerGoals(c)...)
+	gs = append(gs, resumeGoals(c)...)
 	objects, stopStore := objectGoals(c)
 	defer stopStore()
 	gs = append(gs, objects...)

@@ -13,13 +13,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/fakedev"
 	"github.com/drainpipe/drainpipe/internal/filetest"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
@@ -36,27 +35,6 @@ func grouped(t testing.TB, mem memory.Allocator, dir string, group int64, files 
 		at += n
 	}
 	return filepath.Join(dir, "in-*.parquet")
-}
-
-// rowCounter counts the real rows its sessions predict.
-type rowCounter struct {
-	device.Model
-	rows *atomic.Int64
-}
-
-func (m rowCounter) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
-	s, err := m.Model.Start(ctx, cfg)
-	return countedSession{s, m.rows}, err
-}
-
-type countedSession struct {
-	device.Session
-	rows *atomic.Int64
-}
-
-func (s countedSession) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
-	s.rows.Add(int64(b.Rows()))
-	return s.Session.Predict(ctx, b)
 }
 
 // Units come from the inputs alone: the same for every shard count, each
@@ -119,7 +97,7 @@ func TestSharedFolderResumesOnAnyNumberOfProcesses(t *testing.T) {
 	t.Logf("seed %d", seed)
 	out := t.TempDir() + "/"
 	var predicted atomic.Int64
-	cfg.Output, cfg.Model = out, rowCounter{m, &predicted}
+	cfg.Output, cfg.Model = out, fakedev.RowCounter{Model: m, Rows: &predicted}
 	stops := 0
 	for round, n := range []int{2, 5, 1, 3, 2, 4, 3} {
 		var wg sync.WaitGroup

@@ -70,7 +70,7 @@ func (f folder) bind(ctx context.Context, rec jobRecord, overwrite bool) error {
 			return nil
 		}
 		if !overwrite {
-			return changed(f.path(JobName), got, rec)
+			return changed(JobName, got, rec)
 		}
 		if err := f.clear(ctx); err != nil {
 			return err

@@ -171,6 +171,20 @@ func shareOneFolder(t *testing.T, dir string, srv *s3test.Server, rows int64, co
 		}
 	}
 	t.Logf("%d units, %d rounds, %d kills, %d rows", units, rounds, kills, rows)
+
+	// An input replaced since: the rerun is refused, naming it, and the
+	// folder is left as it was.
+	o = storage.NewOpener()
+	defer o.Close()
+	data := arrowtest.ReadFile(t, filepath.Join(dir, "in-0.parquet"))
+	if err := o.WriteFile(t.Context(), srv.URL("shared", "in/in-1.parquet"), data, true); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = drainpipe(args("out/", "1/2")...)
+	if err == nil || !strings.Contains(stderr, "in-1.parquet?") || !strings.Contains(stderr, "was replaced: _job.json names version") {
+		t.Fatalf("a rerun over a replaced input: %v\n%s", err, stderr)
+	}
+	filetest.EqualFiles(t, "the folder after a refused rerun", filetest.Files(t, srv.URL("shared", "out/")), want)
 }
 
 // closed is a channel that is always ready.

@@ -219,3 +219,26 @@ func NewPredictor(t testing.TB, m device.Model, opts ...predict.Option) *predict
 	}
 	return p
 }
+
+// RowCounter wraps a model to count the real (not padding) rows its
+// sessions are given: the work a job did, retries and lost work included.
+type RowCounter struct {
+	device.Model
+	Rows *atomic.Int64
+}
+
+// Start starts the wrapped model's session, counted.
+func (m RowCounter) Start(ctx context.Context, cfg device.SessionConfig) (device.Session, error) {
+	s, err := m.Model.Start(ctx, cfg)
+	return countedSession{s, m.Rows}, err
+}
+
+type countedSession struct {
+	device.Session
+	rows *atomic.Int64
+}
+
+func (s countedSession) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
+	s.rows.Add(int64(b.Rows()))
+	return s.Session.Predict(ctx, b)
+}
