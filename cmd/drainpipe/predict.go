@@ -122,6 +122,9 @@ func predictCommand() *cobra.Command {
 		if c.Flags().Changed("shard") && job.IsFolder(*output) {
 			// Processes given --shard i/n share the folder: each commits
 			// the units u ≡ i (mod n), and the last one seals it.
+			if *breakLock {
+				return usageError(errors.New("predict: --break-lock: a folder --shard processes share has no lock (a unit's conditional commit is its lock)"))
+			}
 			if in.setAside != "" && !job.IsFolder(in.setAside) {
 				return usageError(fmt.Errorf("predict: --set-aside %s: with --shard and a folder output, a folder (a trailing /) that holds a file a unit", in.setAside))
 			}

@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -159,16 +156,12 @@ func shareOneFolder(t *testing.T, dir string, srv *s3test.Server, rows int64, co
 			}
 		}
 	}
-	client := s3sdk.New(s3sdk.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, "")})
+	var keys []string
 	for name := range want {
-		list, err := client.ListMultipartUploads(t.Context(), &s3sdk.ListMultipartUploadsInput{Bucket: aws.String("shared"), Prefix: aws.String("out/" + name)})
-		if err != nil && !strings.Contains(err.Error(), "NoSuchUpload") { // gofakes3's answer for none
-			t.Fatal(err)
-		}
-		if err == nil && len(list.Uploads) > 0 {
-			t.Errorf("an incomplete upload to %s is left", name)
-		}
+		keys = append(keys, "out/"+name)
+	}
+	if left := srv.Uploads(t, "shared", keys...); len(left) > 0 {
+		t.Errorf("incomplete uploads left: %v", left)
 	}
 	t.Logf("%d units, %d rounds, %d kills, %d rows", units, rounds, kills, rows)
 

@@ -13,9 +13,11 @@
 package s3test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -116,8 +118,7 @@ func StartMinIO(t testbin.T) *Server {
 	})
 	srv.makeBucket = func(t testbin.T, name string) {
 		t.Helper()
-		client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")})
+		client := srv.Client()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			_, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(name)})
@@ -154,4 +155,31 @@ func (s *Server) Bucket(t testbin.T, name string) string {
 // URL returns the s3:// URL of key in bucket on this server.
 func (s *Server) URL(bucket, key string) string {
 	return fmt.Sprintf("s3://%s/%s?endpoint=%s&use_path_style=true&region=us-east-1", bucket, key, s.Endpoint)
+}
+
+// Client returns an S3 client of the server, as its root account.
+func (s *Server) Client() *s3.Client {
+	return s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")})
+}
+
+// Uploads returns the keys of bucket with an incomplete multipart upload,
+// of those keys given (MinIO lists an object's own only; an empty prefix
+// lists the bucket's elsewhere).
+func (s *Server) Uploads(t testbin.T, bucket string, keys ...string) []string {
+	t.Helper()
+	var left []string
+	for _, key := range keys {
+		list, err := s.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+		if err != nil && strings.Contains(err.Error(), "NoSuchUpload") {
+			continue // gofakes3's answer for none
+		}
+		if err != nil {
+			t.Fatalf("s3test: list uploads: %v", err)
+		}
+		for _, u := range list.Uploads {
+			left = append(left, aws.ToString(u.Key))
+		}
+	}
+	return left
 }

@@ -115,6 +115,13 @@ func killPipeline(t *testing.T, bin, dir string, srv *s3test.Server) {
 	}
 	got := filetest.Files(t, srv.URL("beam", "out/"))
 	filetest.EqualFiles(t, "the resumed folder", got, want)
+	var keys []string
+	for name := range want {
+		keys = append(keys, "out/"+name)
+	}
+	if left := srv.Uploads(t, "beam", keys...); len(left) > 0 {
+		t.Errorf("incomplete uploads left: %v", left)
+	}
 	if !strings.Contains(string(got["_SUCCESS"]), `"rows": 120000`) {
 		t.Errorf("_SUCCESS: %s", got["_SUCCESS"])
 	}
