@@ -21,14 +21,18 @@ import (
 // length, plans into sub-batches of declared shapes, pads, runs and puts
 // back in window order. Padding rows of a window are never run.
 type Model struct {
-	engine     Engine
-	planner    Planner
-	plan       func([]int) ([]SubBatch, error) // WithPlan's
-	shapes     []Shape                         // declared; nil without buckets
-	tokens     string
-	typeIDs    string
-	text       string                        // WithText's column
-	encode     func(string) ([]int64, error) // and tokenizer
+	engine  Engine
+	planner Planner
+	plan    func([]int) ([]SubBatch, error) // WithPlan's
+	shapes  []Shape                         // declared; nil without buckets
+	tokens  string
+	typeIDs string
+	text    string                        // WithText's column
+	encode  func(string) ([]int64, error) // and tokenizer
+	// textPair and encodePair are WithTextPair's: a second text column,
+	// a row encoded with the first as a pair (ids and type ids).
+	textPair   string
+	encodePair func(a, b string) (ids, types []int64, err error)
 	padID      int64
 	vocab      int64
 	left       bool
@@ -154,6 +158,10 @@ func (m *Model) poolingName() string {
 	return strings.Join(names, "+")
 }
 
+// Pooling names the model's poolings, joined by "+" ("mean", "cls",
+// "mean+max"); "" for a model that pools nothing.
+func (m *Model) Pooling() string { return m.poolingName() }
+
 // OutputSchema returns the prediction columns (device.OutputSchemaer).
 func (m *Model) OutputSchema() *arrow.Schema { return m.schema }
 
@@ -243,15 +251,21 @@ func (s *session) warmUp(ctx context.Context) error {
 
 func (m *Model) checkSchema(schema *arrow.Schema) error {
 	if m.text != "" {
-		idx := schema.FieldIndices(m.text)
-		if len(idx) != 1 {
-			return fmt.Errorf("%w: no text column %q in the batch (it has %v)", ErrTokens, m.text, fieldNames(schema))
+		for _, name := range []string{m.text, m.textPair} {
+			if name == "" {
+				continue
+			}
+			idx := schema.FieldIndices(name)
+			if len(idx) != 1 {
+				return fmt.Errorf("%w: no text column %q in the batch (it has %v)", ErrTokens, name, fieldNames(schema))
+			}
+			switch schema.Field(idx[0]).Type.(type) {
+			case *arrow.StringType, *arrow.LargeStringType:
+				continue
+			}
+			return fmt.Errorf("%w: column %q is %s, want string", ErrTokens, name, schema.Field(idx[0]).Type)
 		}
-		switch schema.Field(idx[0]).Type.(type) {
-		case *arrow.StringType, *arrow.LargeStringType:
-			return nil
-		}
-		return fmt.Errorf("%w: column %q is %s, want string", ErrTokens, m.text, schema.Field(idx[0]).Type)
+		return nil
 	}
 	for _, name := range []string{m.tokens, m.typeIDs} {
 		if name == "" {

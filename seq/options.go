@@ -69,3 +69,10 @@ func WithPositionStart(start int64) Option { return func(m *Model) { m.positionS
 func WithText(column string, encode func(string) ([]int64, error)) Option {
 	return func(m *Model) { m.text, m.encode = column, encode }
 }
+
+// WithTextPair makes a model that reads text (WithText) read a second
+// text column too and encode each row's two texts as a pair — a
+// cross-encoder's query and passage — into token ids and type ids.
+func WithTextPair(column string, encode func(a, b string) (ids, types []int64, err error)) Option {
+	return func(m *Model) { m.textPair, m.encodePair = column, encode }
+}

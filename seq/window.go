@@ -33,24 +33,31 @@ func (s *session) Shutdown(ctx context.Context) error {
 func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatch, error) {
 	m := s.m
 	schema := b.Record.Schema()
-	var col arrow.Array
+	var col, typeCol arrow.Array
 	if m.text != "" {
-		encoded, err := s.encodeText(ctx, b)
+		ids, types, err := s.encodeText(ctx, b)
 		if err != nil {
 			return nil, err
 		}
-		defer encoded.Release()
-		col = encoded
+		defer ids.Release()
+		col = ids
+		if types != nil {
+			defer types.Release()
+			typeCol = types
+		}
 	} else {
 		col = b.Record.Column(schema.FieldIndices(m.tokens)[0])
+		if m.typeIDs != "" {
+			typeCol = b.Record.Column(schema.FieldIndices(m.typeIDs)[0])
+		}
 	}
 	toks, err := newTokenRows(col)
 	if err != nil {
 		return nil, err
 	}
 	var types *tokenRows
-	if m.typeIDs != "" {
-		if types, err = newTokenRows(b.Record.Column(schema.FieldIndices(m.typeIDs)[0])); err != nil {
+	if typeCol != nil {
+		if types, err = newTokenRows(typeCol); err != nil {
 			return nil, err
 		}
 	}
@@ -131,39 +138,72 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 }
 
 // encodeText encodes the text of a window's real rows (WithText) into a
-// token column; padding rows are empty lists. A null text is a row
-// error. A window whose context ends stops between rows: a request's
-// texts are not tokenized for a caller that has gone.
-func (s *session) encodeText(ctx context.Context, b device.Batch) (arrow.Array, error) {
-	texts := b.Record.Column(b.Record.Schema().FieldIndices(s.m.text)[0])
-	lb := array.NewListBuilder(s.mem, arrow.PrimitiveTypes.Int64)
+// token column, and with WithTextPair each row's pair of texts into
+// token and type-id columns; padding rows are empty lists. A null text
+// is a row error. A window whose context ends stops between rows: a
+// request's texts are not tokenized for a caller that has gone.
+func (s *session) encodeText(ctx context.Context, b device.Batch) (ids, types arrow.Array, err error) {
+	schema := b.Record.Schema()
+	texts := b.Record.Column(schema.FieldIndices(s.m.text)[0])
+	var pairs arrow.Array
+	if s.m.textPair != "" {
+		pairs = b.Record.Column(schema.FieldIndices(s.m.textPair)[0])
+	}
+	lb, tb := array.NewListBuilder(s.mem, arrow.PrimitiveTypes.Int64), array.NewListBuilder(s.mem, arrow.PrimitiveTypes.Int64)
 	defer lb.Release()
-	vals := lb.ValueBuilder().(*array.Int64Builder)
+	defer tb.Release()
+	vals, tvals := lb.ValueBuilder().(*array.Int64Builder), tb.ValueBuilder().(*array.Int64Builder)
 	for i := range int(b.Record.NumRows()) {
 		lb.Append(true)
+		tb.Append(true)
 		if i >= b.Rows() {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if texts.IsNull(i) {
-			return nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: errors.New("null text")}
-		}
-		var text string
-		switch t := texts.(type) {
-		case *array.String:
-			text = t.Value(i)
-		case *array.LargeString:
-			text = t.Value(i)
-		}
-		ids, err := s.m.encode(text)
+		text, err := stringAt(texts, i, s.m.text)
 		if err != nil {
-			return nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+			return nil, nil, err
 		}
-		vals.AppendValues(ids, nil)
+		if pairs == nil {
+			row, err := s.m.encode(text)
+			if err != nil {
+				return nil, nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+			}
+			vals.AppendValues(row, nil)
+			continue
+		}
+		pair, err := stringAt(pairs, i, s.m.textPair)
+		if err != nil {
+			return nil, nil, err
+		}
+		row, rowTypes, err := s.m.encodePair(text, pair)
+		if err != nil {
+			return nil, nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+		}
+		vals.AppendValues(row, nil)
+		tvals.AppendValues(rowTypes, nil)
 	}
-	return lb.NewArray(), nil
+	ids = lb.NewArray()
+	if pairs != nil {
+		types = tb.NewArray()
+	}
+	return ids, types, nil
+}
+
+// stringAt returns row i of a string column, or a row error if null.
+func stringAt(col arrow.Array, i int, name string) (string, error) {
+	if col.IsNull(i) {
+		return "", &device.RowError{Row: int64(i), Column: name, Err: errors.New("null text")}
+	}
+	switch t := col.(type) {
+	case *array.String:
+		return t.Value(i), nil
+	case *array.LargeString:
+		return t.Value(i), nil
+	}
+	return "", &device.RowError{Row: int64(i), Column: name, Err: fmt.Errorf("%s is not text", col.DataType())}
 }
 
 // batch returns the session's one sub-batch, shaped: it is grown to the

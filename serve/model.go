@@ -50,6 +50,9 @@ type ModelSpec struct {
 	// Tokens, for a model that reads text, counts the tokens its
 	// tokenizer keeps of a text: the usage /v1/embeddings reports.
 	Tokens func(text string) (int, error)
+	// Text, for a model that reads text, is what TEI's endpoints need
+	// of it: its tokenizer, length and labels.
+	Text *TextModel
 
 	// note is what the repository index says of the version served.
 	note string
@@ -86,12 +89,13 @@ type model struct {
 	sequence  SequenceStats
 	warmedSeq seq.Stats
 	tokens    func(string) (int, error) // ModelSpec.Tokens
+	text      *TextModel                // ModelSpec.Text
 }
 
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
 func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.Observer) (*model, error) {
-	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence, tokens: spec.Tokens}
+	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence, tokens: spec.Tokens, text: spec.Text}
 	if m.version == "" {
 		m.version = DefaultVersion
 	}

@@ -59,6 +59,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/embeddings", s.withKey(s.openAIEmbeddings))
 	mux.HandleFunc("GET /v1/models", s.withKey(s.openAIModels))
 	mux.HandleFunc("GET /v1/models/{model}", s.withKey(s.openAIModels))
+	s.teiRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.registry, promhttp.HandlerOpts{Registry: s.cfg.registry}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {

@@ -41,11 +41,13 @@ func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, erro
 			return Encoding{}, err
 		}
 	}
+	read := len(first) + len(second)
 	if t.truncation != nil {
 		if first, second, err = t.truncate(first, second, pair); err != nil {
 			return Encoding{}, err
 		}
 	}
+	truncated := len(first)+len(second) < read
 	for i := range second {
 		second[i].typeID = 1
 	}
@@ -74,6 +76,7 @@ func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, erro
 		Offsets:           make([][2]int, len(all)),
 		Tokens:            make([]string, len(all)),
 		SpecialTokensMask: make([]int64, len(all)),
+		Truncated:         truncated,
 	}
 	for i, tk := range all {
 		e.IDs[i], e.TypeIDs[i], e.AttentionMask[i] = int64(tk.id), int64(tk.typeID), 1

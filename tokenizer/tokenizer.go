@@ -74,6 +74,9 @@ type Encoding struct {
 	Tokens  []string
 	// SpecialTokensMask is 1 for the tokens the post-processor added.
 	SpecialTokensMask []int64
+	// Truncated reports that the truncation cut tokens of the text (or
+	// of the pair): it is longer than the tokenizer keeps.
+	Truncated bool
 }
 
 // typed is a component of tokenizer.json: its type, and the rest.

@@ -74,18 +74,28 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 		return nil, err
 	}
 	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
+	textPair := sq.textPair
 	if tok != nil && sq.inModel {
 		ceiling := int(sq.maxTextBytes)
 		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, error) {
 			e, err := tok.EncodeWithin(s, ceiling)
 			return e.IDs, err
 		}))
+		if len(folder.Head.Labels) == 1 {
+			// A cross-encoder reads a query and a passage as a pair.
+			textPair = servedPair
+			opts = append(opts, seq.WithTextPair(textPair, func(a, b string) ([]int64, []int64, error) {
+				e, err := tok.EncodePairWithin(a, b, ceiling)
+				return e.IDs, e.TypeIDs, err
+			}))
+			desc += " pair=" + textPair
+		}
 	}
 	m, sm, err := folder.Model(eng, opts...)
 	if err != nil {
 		return nil, err
 	}
 	id := sha256.Sum256([]byte(digest + "\n" + desc))
-	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text, textPair: sq.textPair, maxTextBytes: int64(sq.maxTextBytes),
+	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text, textPair: textPair, maxTextBytes: int64(sq.maxTextBytes),
 		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }

@@ -77,6 +77,10 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 // pairs, on the input side.
 const pairTypeIDs = "token_type_ids"
 
+// servedPair is the second text input of a cross-encoder served with
+// --tokenize: "text" holds the queries, servedPair the passages.
+const servedPair = "text_pair"
+
 // windowBytes bounds a window by memory: its rows at the model's length,
 // as int64 ids, must fit in --max-memory (or the reader's default).
 const windowBytes = 2 << 30

@@ -158,12 +158,17 @@ func serveCommand() *cobra.Command {
 				sp.Platform, sp.Sequence = "onnxruntime_onnx", m.seq
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
 				if tok := m.tok; tok != nil {
-					sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.text, Type: arrow.BinaryTypes.String}}, nil)
+					fields := []arrow.Field{{Name: m.text, Type: arrow.BinaryTypes.String}}
+					if m.textPair != "" {
+						fields = append(fields, arrow.Field{Name: m.textPair, Type: arrow.BinaryTypes.String})
+					}
+					sp.Input = arrow.NewSchema(fields, nil)
 					ceiling := int(m.maxTextBytes)
 					sp.Tokens = func(text string) (int, error) {
 						e, err := tok.EncodeWithin(text, ceiling)
 						return len(e.IDs), err
 					}
+					sp.Text = textModel(m, ceiling)
 				}
 			} else {
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)
