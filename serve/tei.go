@@ -86,6 +86,24 @@ func (s *Server) teiRoutes(mux *http.ServeMux) {
 		mux.HandleFunc(path, handler)
 		mux.HandleFunc(string(method)+" /tei/{model}"+string(rest), handler)
 	}
+	// TEI's root route, which a client given an endpoint URL posts to
+	// (Hugging Face's inference client): the model's own kind of answer.
+	root := s.withKey(s.tei(s.teiRoot))
+	mux.HandleFunc("POST /{$}", root)
+	mux.HandleFunc("POST /tei/{model}", root)
+	mux.HandleFunc("POST /tei/{model}/{$}", root)
+}
+
+// teiRoot answers as /embed for an embedding model, /rerank for a
+// reranker and /predict for a classifier.
+func (s *Server) teiRoot(w http.ResponseWriter, r *http.Request, m *model) (int, error) {
+	switch {
+	case hasOutput(m, embeddingOutput):
+		return s.teiEmbed(w, r, m)
+	case m.input.NumFields() == 2:
+		return s.teiRerank(w, r, m)
+	}
+	return s.teiPredict(w, r, m)
 }
 
 // tei finds the request's text model and answers through h.

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
 	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
@@ -61,36 +59,15 @@ func TestOpenAIClient(t *testing.T) {
 		t.Fatalf("texts.json: %v", err)
 	}
 	const n = 24
-	in := filepath.Join(dir, "texts.parquet")
-	duckdbtest.Query(t, `COPY (
-		WITH r AS (SELECT texts FROM read_json(`+duckdb.Quote(textsPath)+`)),
-		i AS (SELECT unnest(generate_series(1, 24)) AS i FROM r)
-		SELECT i - 1 AS key, texts[i] AS text FROM r, i ORDER BY i
-	) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
-	out := filepath.Join(dir, "out.parquet")
-	if _, stderr, err := drainpipe("predict", "--model", encoderDir, "--text-column", "text", "--input", in, "--output", out, "--keep", "key", "--quiet"); err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	offline := readAll(t, out).embedding
+	offline := offlineEmbeddings(t, n, "texts[i]")
 	keys := filepath.Join(dir, "keys")
 	if err := os.WriteFile(keys, []byte("first-key\n\nsecret-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	text := startServe(t, "--tokenize", "--api-key-file", keys, "--model", "encoder="+encoderDir)
 	ids := startServe(t, "--model", "encoder="+encoderDir)
-	req, _ := json.Marshal(map[string]any{"text_url": text.http + "/v1", "ids_url": ids.http + "/v1", "key": "secret-key", "model": "encoder",
+	got := runClient(t, "openai-client.mjs", modules, map[string]any{"text_url": text.http + "/v1", "ids_url": ids.http + "/v1", "key": "secret-key", "model": "encoder",
 		"texts": doc.Texts[:n], "ids": doc.IDs[:n]})
-	reqFile := filepath.Join(dir, "request.json")
-	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", "../../scripts/openai-client.mjs", filepath.Join(modules, "node_modules"), reqFile)
-	var clientErr bytes.Buffer
-	cmd.Stderr = &clientErr
-	got, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the client: %v\n%s", err, clientErr.String())
-	}
 	var res struct {
 		Default, Float, One, Short, Tokens []clientEmbedding
 		Usage                              struct {

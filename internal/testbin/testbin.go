@@ -141,17 +141,17 @@ func CPU(proc *os.Process) time.Duration {
 // every architecture Go supports.
 const clockTicks = 100
 
-// NPM returns the folder of npm package spec (name@version) installed,
+// NPM returns the folder of the npm packages specs (name@version) installed,
 // with its dependencies, into the user's cache folder under name, which
 // it installs the first time. A machine without npm gets an error.
-func NPM(name, spec string) (string, error) {
+func NPM(name string, specs ...string) (string, error) {
 	return cached(name, "node_modules", func(tmp string) error {
 		if _, err := exec.LookPath("npm"); err != nil {
 			return errors.New("npm is not on the PATH")
 		}
-		cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", spec)
+		cmd := exec.Command("npm", append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts"}, specs...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm install %s: %w: %s", spec, err, out)
+			return fmt.Errorf("npm install %s: %w: %s", strings.Join(specs, " "), err, out)
 		}
 		return nil
 	})
