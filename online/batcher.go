@@ -236,7 +236,7 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 		return nil, fmt.Errorf("%w: %d requests queued, limit %d", ErrOverloaded, len(b.queue), limit)
 	}
 	rec.Retain()
-	r := &request{rec: rec, rows: rows, queued: true, arrived: b.since(), done: make(chan struct{})}
+	r := &request{ctx: ctx, rec: rec, rows: rows, queued: true, arrived: b.since(), done: make(chan struct{})}
 	b.queue = append(b.queue, r)
 	b.queuedRows += rows
 	if b.idle > 0 && (len(b.queue) == 1 || b.queuedRows-rows < b.due() && b.queuedRows >= b.due()) {

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -91,4 +92,15 @@ type Observer interface {
 	// its rows, its time from arrival until its last row left the queue,
 	// and until its predictions were ready.
 	ObserveRequest(rows int, queueWait, latency time.Duration)
+}
+
+// BatchTracer is an Observer that also follows each batch as it runs,
+// with the contexts of the requests whose rows it holds, in its order: a
+// tracer starts a batch span linked to each request's span.
+type BatchTracer interface {
+	// StartBatch is called as a batch starts to run: its index, padded
+	// size and real rows, and each request's context and the time its
+	// oldest row waited. The function it returns is called once the
+	// batch has run, with the device's time and error.
+	StartBatch(index, size, rows int, requests []context.Context, queueWait time.Duration) (end func(device time.Duration, err error))
 }

@@ -55,9 +55,16 @@ func (b *Batcher) runWorker(w runner.Group) {
 
 // run predicts one batch.
 func (b *Batcher) run(w runner.Group, j *job) ran {
+	var end func(time.Duration, error)
+	if t, ok := b.opts.Observer.(BatchTracer); ok {
+		end = b.startBatch(t, j)
+	}
 	began := time.Now()
 	out, err := b.predict(w, j)
 	device := time.Since(began)
+	if end != nil {
+		end(device, err)
+	}
 	if err != nil && b.base.Err() != nil {
 		// Cut by Close's deadline: the requests' answer is Close's cause
 		// (ErrClosed), not the context.Canceled the device saw.
@@ -72,6 +79,22 @@ func (b *Batcher) run(w runner.Group, j *job) ran {
 		o.ObserveBatch(j.size, j.rows, device)
 	}
 	return ran{j, out, err}
+}
+
+// startBatch tells a tracer of batch j: its requests' contexts, and the
+// longest any of its rows waited.
+func (b *Batcher) startBatch(t BatchTracer, j *job) func(time.Duration, error) {
+	ctxs := make([]context.Context, len(j.segs))
+	now := b.since()
+	var wait time.Duration
+	for i, sg := range j.segs {
+		ctxs[i] = sg.req.ctx
+		if ctxs[i] == nil {
+			ctxs[i] = context.Background()
+		}
+		wait = max(wait, now-sg.req.arrived)
+	}
+	return t.StartBatch(j.index, j.size, j.rows, ctxs, wait)
 }
 
 // answer hands each request of a batch its rows, or the batch's error.
@@ -148,6 +171,8 @@ func (b *Batcher) shutdown() {
 
 // request is one caller's record on its way through the queue.
 type request struct {
+	// ctx is the caller's, for a BatchTracer.
+	ctx context.Context
 	// Owned by the Batcher's mutex.
 	rec     arrow.RecordBatch // retained while queued
 	rows    int

@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/drainpipe/drainpipe/online"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -29,7 +31,11 @@ func (s *Server) startModels(ctx context.Context) error {
 // model it replaces (the same name and version) is retired.
 func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*model, error) {
 	began := time.Now()
-	m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), s.metrics.observer(spec.Name))
+	var obs online.Observer = s.metrics.observer(spec.Name)
+	if s.cfg.tracing != nil {
+		obs = &tracingObserver{Observer: obs, tracer: s.tracer(), model: spec.Name, version: cmp.Or(spec.Version, DefaultVersion)}
+	}
+	m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), obs)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,6 +24,7 @@ type config struct {
 	maxConns      int
 	exitOnError   bool
 	apiKeys       [][]byte
+	tracing       trace.TracerProvider
 }
 
 // Option configures a Server.
@@ -30,6 +33,13 @@ type Option func(*config)
 // WithLogger sets where the server logs (access logs at Info). The default
 // discards.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithTracerProvider sets where the server's spans go: a span a request,
+// continuing the caller's W3C traceparent, and a span a batch, linked
+// both ways to the requests it served. Without it the server traces
+// nothing and costs nothing for it; the library links no exporter (the
+// command chooses one from OTEL_*).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tracing = tp } }
 
 // WithRegistry sets the Prometheus registry the server's metrics join. The
 // default is a registry of the server's own, with Go and process metrics.

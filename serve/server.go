@@ -156,7 +156,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 			cfg.NextProtos = []string{"h2", "http/1.1"}
 			httpLn = tls.NewListener(httpLn, cfg)
 		}
-		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		httpSrv = &http.Server{Handler: s.traced(s.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		serving.Go(func() {
 			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("serve: http: %w", err)
@@ -174,6 +174,9 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdle}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
+		if s.cfg.tracing != nil {
+			opts = append(opts, grpc.StatsHandler(s.grpcTracing()))
+		}
 		if s.cfg.tls != nil {
 			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
 		}

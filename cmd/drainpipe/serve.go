@@ -214,6 +214,21 @@ func serveCommand() *cobra.Command {
 				Load:       func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path, storage.Info{}) },
 				LoadPinned: func(_ context.Context, path string, v storage.Info) (serve.ModelSpec, error) { return spec(path, v) }}))
 		}
+		tp, err := tracerProvider(ctx)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if tp != nil {
+			opts = append(opts, serve.WithTracerProvider(tp))
+			defer func() {
+				// The spans still batched go out, within a bound.
+				flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := tp.Shutdown(flush); err != nil {
+					logger.Warn("traces: the last spans were not exported", "error", err)
+				}
+			}()
+		}
 		srv, err := serve.New(specs, opts...)
 		if err != nil {
 			return err

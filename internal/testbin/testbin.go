@@ -40,6 +40,29 @@ func Binary(pkg, version string) (string, error) {
 	return filepath.Join(dir, name), nil
 }
 
+// Tool builds the program pkg of a module at version that go install
+// refuses (its go.mod holds replace directives), as go get -tool does:
+// in a module of its own, made once and kept in the user's cache folder.
+// It returns the binary's path.
+func Tool(pkg, version string) (string, error) {
+	name := path.Base(pkg)
+	dir, err := cached(name+"-tool-"+version, name, func(tmp string) error {
+		env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		for _, args := range [][]string{{"mod", "init", "drainpipe-test-" + name}, {"get", "-tool", pkg + "@" + version}, {"build", "-o", name, pkg}} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir, cmd.Env = tmp, env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, out)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
 // cached returns the folder name in the user's cache folder, made by
 // install (into an empty folder it is given) unless it already holds
 // done. It is made aside and renamed into place, so packages whose tests
