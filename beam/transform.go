@@ -106,6 +106,18 @@ func init() {
 // _SUCCESS — once every unit is committed. It returns the units written.
 func Predict(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("drainpipe.Predict")
+	cfg = cfg.withDefaults()
+	units := beam.ParDo(s, &planFn{Cfg: cfg}, beam.Impulse(s))
+	results := beam.ParDo(s, &predictFn{Cfg: cfg}, beam.Reshuffle(s, units))
+	// Sealing waits for every result (a side input is whole before its
+	// step runs), and runs when no unit was left to write.
+	beam.ParDo0(s, &sealFn{Cfg: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
+	return results
+}
+
+// withDefaults fills in the batch and unit sizes and makes the folders'
+// names end in their separator.
+func (cfg Config) withDefaults() Config {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
 	}
@@ -116,12 +128,7 @@ func Predict(s beam.Scope, cfg Config) beam.PCollection {
 	if cfg.SetAside != "" {
 		cfg.SetAside = asFolder(cfg.SetAside)
 	}
-	units := beam.ParDo(s, &planFn{Cfg: cfg}, beam.Impulse(s))
-	results := beam.ParDo(s, &predictFn{Cfg: cfg}, beam.Reshuffle(s, units))
-	// Sealing waits for every result (a side input is whole before its
-	// step runs), and runs when no unit was left to write.
-	beam.ParDo0(s, &sealFn{Cfg: cfg}, beam.Impulse(s), beam.SideInput{Input: results})
-	return results
+	return cfg
 }
 
 // asFolder makes a folder's path or URL end in its separator.
