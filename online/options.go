@@ -100,7 +100,9 @@ type Observer interface {
 type BatchTracer interface {
 	// StartBatch is called as a batch starts to run: its index, padded
 	// size and real rows, and each request's context and the time its
-	// oldest row waited. The function it returns is called once the
-	// batch has run, with the device's time and error.
-	StartBatch(index, size, rows int, requests []context.Context, queueWait time.Duration) (end func(device time.Duration, err error))
+	// oldest row waited. The batch runs under the context it returns
+	// (ctx, or one derived from it: a span, a seq.ObserveWindows); the
+	// function it returns is called once the batch has run, with the
+	// device's time and error.
+	StartBatch(ctx context.Context, index, size, rows int, requests []context.Context, queueWait time.Duration) (context.Context, func(device time.Duration, err error))
 }

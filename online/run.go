@@ -55,16 +55,14 @@ func (b *Batcher) runWorker(w runner.Group) {
 
 // run predicts one batch.
 func (b *Batcher) run(w runner.Group, j *job) ran {
-	var end func(time.Duration, error)
+	ctx, end := context.Context(b.base), func(time.Duration, error) {}
 	if t, ok := b.opts.Observer.(BatchTracer); ok {
-		end = b.startBatch(t, j)
+		ctx, end = b.startBatch(t, j)
 	}
 	began := time.Now()
-	out, err := b.predict(w, j)
+	out, err := b.predict(ctx, w, j)
 	device := time.Since(began)
-	if end != nil {
-		end(device, err)
-	}
+	end(device, err)
 	if err != nil && b.base.Err() != nil {
 		// Cut by Close's deadline: the requests' answer is Close's cause
 		// (ErrClosed), not the context.Canceled the device saw.
@@ -83,7 +81,7 @@ func (b *Batcher) run(w runner.Group, j *job) ran {
 
 // startBatch tells a tracer of batch j: its requests' contexts, and the
 // longest any of its rows waited.
-func (b *Batcher) startBatch(t BatchTracer, j *job) func(time.Duration, error) {
+func (b *Batcher) startBatch(t BatchTracer, j *job) (context.Context, func(time.Duration, error)) {
 	ctxs := make([]context.Context, len(j.segs))
 	now := b.since()
 	var wait time.Duration
@@ -94,7 +92,7 @@ func (b *Batcher) startBatch(t BatchTracer, j *job) func(time.Duration, error) {
 		}
 		wait = max(wait, now-sg.req.arrived)
 	}
-	return t.StartBatch(j.index, j.size, j.rows, ctxs, wait)
+	return t.StartBatch(b.base, j.index, j.size, j.rows, ctxs, wait)
 }
 
 // answer hands each request of a batch its rows, or the batch's error.
@@ -133,8 +131,8 @@ func (b *Batcher) answer(r ran) {
 }
 
 // predict pads the batch's rows and runs them through the worker's
-// session group.
-func (b *Batcher) predict(w runner.Group, j *job) (arrow.RecordBatch, error) {
+// session group, under ctx (the Batcher's, or a tracer's from it).
+func (b *Batcher) predict(ctx context.Context, w runner.Group, j *job) (arrow.RecordBatch, error) {
 	recs := make([]arrow.RecordBatch, len(j.segs))
 	for i, s := range j.segs {
 		recs[i] = s.rows
@@ -148,7 +146,7 @@ func (b *Batcher) predict(w runner.Group, j *job) (arrow.RecordBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("online: batch %d: input: %w", j.index, err)
 	}
-	return w.Run(b.base, device.Batch{Index: j.index, Record: rec, Padding: padding})
+	return w.Run(ctx, device.Batch{Index: j.index, Record: rec, Padding: padding})
 }
 
 // shutdown shuts every session down once the workers have stopped.

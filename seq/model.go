@@ -200,20 +200,25 @@ func (s Stats) PaddingWaste() float64 {
 	return 1 - float64(s.Tokens)/float64(s.Slots)
 }
 
+// Add adds o's counts to s's.
+func (s *Stats) Add(o Stats) {
+	s.Rows += o.Rows
+	s.SubBatches += o.SubBatches
+	s.Tokens += o.Tokens
+	s.Slots += o.Slots
+	s.Truncated += o.Truncated
+	if s.Shapes == nil {
+		s.Shapes = map[Shape]int64{}
+	}
+	for k, v := range o.Shapes {
+		s.Shapes[k] += v
+	}
+}
+
 func (m *Model) add(s Stats) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.stats.Rows += s.Rows
-	m.stats.SubBatches += s.SubBatches
-	m.stats.Tokens += s.Tokens
-	m.stats.Slots += s.Slots
-	m.stats.Truncated += s.Truncated
-	if m.stats.Shapes == nil {
-		m.stats.Shapes = map[Shape]int64{}
-	}
-	for k, v := range s.Shapes {
-		m.stats.Shapes[k] += v
-	}
+	m.stats.Add(s)
 }
 
 // Start checks the batch schema and starts an engine session.

@@ -134,6 +134,7 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	}
 	st.Rows = int64(live)
 	m.add(st)
+	observeWindow(ctx, st)
 	return m.record(outs, rows), nil
 }
 

@@ -133,6 +133,10 @@ func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.
 	return m, nil
 }
 
+// warmUpKey marks the warm-up's context: its batch span says so, as the
+// metrics leave it out.
+type warmUpKey struct{}
+
 func (m *model) warmUp(ctx context.Context) error {
 	zeros := make([]*tensor, len(m.inputs))
 	for i, in := range m.inputs {
@@ -153,7 +157,7 @@ func (m *model) warmUp(ctx context.Context) error {
 		return err
 	}
 	defer rec.Release()
-	out, err := m.batcher.Predict(ctx, rec)
+	out, err := m.batcher.Predict(context.WithValue(ctx, warmUpKey{}, true), rec)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,8 @@ func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*m
 	began := time.Now()
 	var obs online.Observer = s.metrics.observer(spec.Name)
 	if s.cfg.tracing != nil {
-		obs = &tracingObserver{Observer: obs, tracer: s.tracer(), model: spec.Name, version: cmp.Or(spec.Version, DefaultVersion)}
+		obs = &tracingObserver{Observer: obs, tracer: s.tracer(), model: spec.Name, version: cmp.Or(spec.Version, DefaultVersion),
+			sequence: spec.Sequence != nil}
 	}
 	m, err := start(ctx, spec, s.cfg.logger.With("model", spec.Name), obs)
 	if err != nil {

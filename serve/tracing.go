@@ -1,8 +1,12 @@
 package serve
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -14,6 +18,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/drainpipe/drainpipe/online"
+	"github.com/drainpipe/drainpipe/seq"
 )
 
 // Traces: each request a span (REST, gRPC, OpenAI's and TEI's endpoints
@@ -50,37 +55,89 @@ type tracingObserver struct {
 	online.Observer
 	tracer         trace.Tracer
 	model, version string
+	sequence       bool // a seq.Model's windows report their tokens
 }
 
 var _ online.BatchTracer = (*tracingObserver)(nil)
 
-func (o *tracingObserver) StartBatch(index, size, rows int, requests []context.Context, queueWait time.Duration) func(time.Duration, error) {
+func (o *tracingObserver) StartBatch(ctx context.Context, index, size, rows int, requests []context.Context, queueWait time.Duration) (context.Context, func(time.Duration, error)) {
 	links := make([]trace.Link, 0, len(requests))
-	for _, ctx := range requests {
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	warmUp := false
+	for _, rc := range requests {
+		if sc := trace.SpanContextFromContext(rc); sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc})
 		}
+		warmUp = warmUp || rc.Value(warmUpKey{}) != nil
 	}
-	_, span := o.tracer.Start(context.Background(), "batch "+o.model, trace.WithNewRoot(), trace.WithLinks(links...),
+	ctx, span := o.tracer.Start(ctx, "batch "+o.model, trace.WithNewRoot(), trace.WithLinks(links...),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("drainpipe.model", o.model), attribute.String("drainpipe.model_version", o.version),
 			attribute.Int("drainpipe.batch.index", index), attribute.Int("drainpipe.batch.size", size), attribute.Int("drainpipe.batch.rows", rows),
 			attribute.Int("drainpipe.batch.padding_rows", size-rows), attribute.Int("drainpipe.batch.requests", len(requests)),
 			attribute.Float64("drainpipe.batch.queue_wait_seconds", queueWait.Seconds())))
+	if warmUp {
+		span.SetAttributes(attribute.Bool("drainpipe.batch.warm_up", true))
+	}
 	if !span.IsRecording() {
-		return func(time.Duration, error) {}
+		return ctx, func(time.Duration, error) {}
 	}
 	back := trace.Link{SpanContext: span.SpanContext()}
-	for _, ctx := range requests {
-		if req := trace.SpanFromContext(ctx); req.IsRecording() {
+	for _, rc := range requests {
+		if req := trace.SpanFromContext(rc); req.IsRecording() {
 			req.AddLink(back)
 		}
 	}
-	return func(device time.Duration, err error) {
+	var tokens *windowTokens
+	if o.sequence {
+		tokens = &windowTokens{}
+		ctx = seq.ObserveWindows(ctx, tokens.add)
+	}
+	return ctx, func(device time.Duration, err error) {
 		span.SetAttributes(attribute.Float64("drainpipe.batch.device_seconds", device.Seconds()))
+		if tokens != nil {
+			span.SetAttributes(tokens.attributes()...)
+		}
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
 		span.End()
+	}
+}
+
+// windowTokens sums the windows a batch ran as (one, or one a replica,
+// reported at once): its sub-batches' shapes, real tokens and slots.
+type windowTokens struct {
+	mu sync.Mutex
+	st seq.Stats
+}
+
+func (w *windowTokens) add(st seq.Stats) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st.Add(st)
+}
+
+// attributes are the batch span's token attributes: its shapes as
+// rows×tokens (each sub-batch once, in order of size), tokens, slots and
+// the padding waste between them.
+func (w *windowTokens) attributes() []attribute.KeyValue {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	shapes := slices.SortedFunc(maps.Keys(w.st.Shapes), func(a, b seq.Shape) int {
+		return cmp.Or(cmp.Compare(a.Slots(), b.Slots()), cmp.Compare(a.Tokens, b.Tokens))
+	})
+	var labels []string
+	for _, sh := range shapes {
+		for range w.st.Shapes[sh] {
+			labels = append(labels, sh.String())
+		}
+	}
+	return []attribute.KeyValue{
+		attribute.StringSlice("drainpipe.batch.shapes", labels),
+		attribute.Int64("drainpipe.batch.sub_batches", w.st.SubBatches),
+		attribute.Int64("drainpipe.batch.tokens", w.st.Tokens),
+		attribute.Int64("drainpipe.batch.token_slots", w.st.Slots),
+		attribute.Int64("drainpipe.batch.truncated_rows", w.st.Truncated),
+		attribute.Float64("drainpipe.batch.padding_waste", w.st.PaddingWaste()),
 	}
 }

@@ -3,15 +3,28 @@ package serve
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"regexp"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.opentelemetry.io/otel/attribute"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	grpcmd "google.golang.org/grpc/metadata"
 
+	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/online"
+	"github.com/drainpipe/drainpipe/predict"
+	"github.com/drainpipe/drainpipe/seq"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
@@ -114,4 +127,87 @@ func grpcInferRequest(rs [][]float32) *pb.ModelInferRequest {
 		Name: "features", Datatype: "FP32", Shape: []int64{int64(len(rs)), int64(len(rs[0]))},
 		Contents: &pb.InferTensorContents{Fp32Contents: flat(rs)},
 	}}}
+}
+
+// A sequence model's batch spans carry the tokens their windows ran:
+// summed over the batches (the warm-up's marked and left out), the real tokens are the requests' and the
+// tokens and token slots are /metrics' counters, and each span's shapes
+// fill its slots.
+func TestSequenceBatchSpansCountTokens(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(context.Background())
+	m, err := seq.New(&seqtest.Engine{Width: 4, Vocab: 1000}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(64)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ModelSpec{Name: "enc", Model: m, Sequence: m,
+		Input:    arrow.NewSchema([]arrow.Field{{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil),
+		Options:  []predict.Option{predict.WithBatchSizes(4, 16), predict.WithAllocator(arrowtest.Allocator(t))},
+		Batching: online.Options{MaxDelay: time.Millisecond}}
+	r := serveTest(t, []ModelSpec{spec}, WithTracerProvider(tp))
+
+	const callers = 40
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			ids := make([]int64, 1+(i*7)%40)
+			for k := range ids {
+				ids[k] = int64(1 + (i+k)%900)
+			}
+			sent.Add(int64(len(ids)))
+			body := map[string]any{"inputs": []map[string]any{{"name": "input_ids", "datatype": "INT64", "shape": []int{1, len(ids)}, "data": ids}}}
+			if st, b := r.do(t, http.MethodPost, "/v2/models/enc/infer", body, nil); st != http.StatusOK {
+				t.Errorf("caller %d: %d %s", i, st, b)
+			}
+		})
+	}
+	wg.Wait()
+	tp.ForceFlush(context.Background())
+
+	var tokens, slots, batches int64
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.Name() != "batch enc" {
+			continue
+		}
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, a := range s.Attributes() {
+			attrs[a.Key] = a.Value
+		}
+		if attrs["drainpipe.batch.warm_up"].AsBool() {
+			continue // left out of the metrics, as of the requests
+		}
+		batches++
+		var filled int64
+		for _, sh := range attrs["drainpipe.batch.shapes"].AsStringSlice() {
+			var rows, toks int64
+			if _, err := fmt.Sscanf(sh, "%d×%d", &rows, &toks); err != nil {
+				t.Fatalf("shape %q: %v", sh, err)
+			}
+			filled += rows * toks
+		}
+		n, sl := attrs["drainpipe.batch.tokens"].AsInt64(), attrs["drainpipe.batch.token_slots"].AsInt64()
+		if filled != sl || n > sl || n == 0 {
+			t.Errorf("batch span: %d tokens in %d slots, shapes %v", n, sl, attrs["drainpipe.batch.shapes"].AsStringSlice())
+		}
+		if waste := attrs["drainpipe.batch.padding_waste"].AsFloat64(); math.Abs(waste-(1-float64(n)/float64(sl))) > 1e-12 {
+			t.Errorf("batch span: padding waste %v for %d tokens in %d slots", waste, n, sl)
+		}
+		tokens, slots = tokens+n, slots+sl
+	}
+	if tokens != sent.Load() {
+		t.Errorf("the batch spans ran %d tokens, the requests sent %d", tokens, sent.Load())
+	}
+	_, metrics := r.do(t, http.MethodGet, "/metrics", nil, nil)
+	for name, want := range map[string]int64{"drainpipe_sequence_tokens_total": tokens, "drainpipe_sequence_token_slots_total": slots} {
+		m := regexp.MustCompile(name + `\{model="enc",version="1"\} (\S+)`).FindSubmatch(metrics)
+		if m == nil {
+			t.Fatalf("no %s in /metrics:\n%s", name, metrics)
+		}
+		if got, _ := strconv.ParseFloat(string(m[1]), 64); int64(got) != want {
+			t.Errorf("%s is %s, the batch spans sum to %d", name, m[1], want)
+		}
+	}
+	t.Logf("%d batch spans: %d tokens in %d slots", batches, tokens, slots)
 }
