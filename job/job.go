@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -132,8 +133,12 @@ type Config struct {
 	// Committed, if set, is called by RunUnits after each unit this
 	// process committed.
 	Committed func(u Unit, s *Summary)
-	Logger    *slog.Logger
-	Allocator memory.Allocator
+	// TracerProvider, if set, traces the job: a span for the run, and
+	// one a part (a unit in RunUnits), those a resume found committed
+	// marked drainpipe.part.resumed. Nil traces nothing.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
+	Allocator      memory.Allocator
 
 	// badValue, in SetAside mode, takes CSV values that do not parse.
 	badValue func(path string, fileRow int64, column string, err error)

@@ -1,9 +1,13 @@
 package job
 
 import (
+	"context"
+	"errors"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/sink"
@@ -24,6 +28,11 @@ type partWriter struct {
 	cur    *sink.Writer
 	name   string // cur's, in the parts folder
 	rows   int64  // rows in cur
+
+	// The job's span's context, and the current part's span.
+	ctx    context.Context
+	tracer trace.Tracer
+	span   trace.Span
 
 	pending     []arrow.RecordBatch // less than a chunk, waiting
 	pendingRows int
@@ -90,6 +99,7 @@ func (w *partWriter) flush() error {
 			return err
 		}
 		w.cur, w.name, w.rows = cur, name, 0
+		w.startSpan()
 	}
 	if err := w.cur.Write(out); err != nil {
 		return err
@@ -143,7 +153,21 @@ func (w *partWriter) commit(inEnd int64) error {
 	if pt.File == "" && pt.Aside == "" {
 		return nil
 	}
-	return w.parts.add(pt)
+	w.startSpan() // a part of rows set aside alone has none yet
+	err := w.parts.add(pt)
+	if w.span != nil {
+		w.span.SetAttributes(partAttributes(i, pt, false)...)
+		endSpan(w.span, err)
+		w.span = nil
+	}
+	return err
+}
+
+// startSpan starts the current part's span, if it has none.
+func (w *partWriter) startSpan() {
+	if w.span == nil && w.tracer != nil {
+		_, w.span = w.tracer.Start(w.ctx, "part")
+	}
 }
 
 // finish writes what is pending and commits the last, short part, which
@@ -170,5 +194,9 @@ func (w *partWriter) abort() {
 	if w.cur != nil {
 		w.cur.Abort()
 		w.cur = nil
+	}
+	if w.span != nil {
+		endSpan(w.span, errors.New("part not committed"))
+		w.span = nil
 	}
 }

@@ -29,6 +29,8 @@ func Run(ctx context.Context, cfg Config) (sum *Summary, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	ctx, span := cfg.startJob(ctx, "job")
+	defer func() { endSpan(span, err) }()
 	cfg.openStore()
 	defer cfg.store.Close()
 	r := &run{cfg: &cfg, began: time.Now()}
@@ -211,6 +213,10 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 	if resumed := parts.rows(); resumed > 0 {
 		cfg.Logger.Info("resuming", "parts", len(parts.m.Parts), "rows_done", resumed)
 	}
+	tracer := cfg.tracer()
+	for i, pt := range parts.m.Parts {
+		resumedSpan(ctx, tracer, "part", partAttributes(i, pt, true))
+	}
 	parts.inject = cfg.fail
 	if !r.layout.folder && len(parts.m.Parts) == 0 {
 		// Nothing to resume: the output is written as the parts are, and
@@ -219,7 +225,7 @@ func (r *run) predict(ctx context.Context) (*Summary, error) {
 			fence: r.layout.fenced, ctx: ctx}
 	}
 	w, err := cfg.write(ctx, r.files, parts.inEnd(), func(a *aside, _ *arrow.Schema) output {
-		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, aside: a, stream: r.stream}
+		return &partWriter{parts: parts, mem: cfg.Allocator, inject: cfg.fail, aside: a, stream: r.stream, ctx: ctx, tracer: tracer}
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/drainpipe/drainpipe/storage"
 )
 
@@ -23,11 +26,14 @@ import (
 // Summary.Rows counts the rows this process wrote; Units says what it
 // did and whether the folder is complete. cfg.Resume and BreakLock do
 // not apply: a shared folder always resumes its own job, and has no lock.
-func RunUnits(ctx context.Context, cfg Config) (*Summary, error) {
+func RunUnits(ctx context.Context, cfg Config) (_ *Summary, err error) {
 	began := time.Now()
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	ctx, span := cfg.startJob(ctx, "units")
+	defer func() { endSpan(span, err) }()
+	tracer := cfg.tracer()
 	plan, err := PlanUnits(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -45,6 +51,7 @@ func RunUnits(ctx context.Context, cfg Config) (*Summary, error) {
 			continue
 		}
 		if c, ok := plan.Committed[u.Name()]; ok {
+			resumedSpan(ctx, tracer, "unit", unitAttributes(u, c.Rows, c.RowsSetAside, true))
 			us.Skipped++
 			sum.ResumedRows += c.Rows
 			sum.RowsIn += c.Rows + c.RowsSetAside
@@ -63,7 +70,13 @@ func RunUnits(ctx context.Context, cfg Config) (*Summary, error) {
 			at := done
 			cfg.Progress = func(d, _ int64) { progress(at+d, total) }
 		}
-		s, err := WriteUnit(ctx, cfg, u)
+		uctx, uspan := tracer.Start(ctx, "unit", trace.WithAttributes(attribute.String("drainpipe.unit.name", u.Name())))
+		s, err := WriteUnit(uctx, cfg, u)
+		if err == nil {
+			uspan.SetAttributes(unitAttributes(u, s.Rows, s.RowsSetAside, false)...)
+		}
+		uspan.SetAttributes(attribute.Bool("drainpipe.unit.taken", errors.Is(err, ErrUnitTaken)))
+		endSpan(uspan, err)
 		if errors.Is(err, ErrUnitTaken) {
 			us.Taken++
 			cfg.Logger.Warn("another process committed this unit first: this one's work on it is discarded", "unit", u.Name())

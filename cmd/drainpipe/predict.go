@@ -118,6 +118,14 @@ func predictCommand() *cobra.Command {
 		if prog != nil {
 			cfg.Progress = prog.update
 		}
+		tp, stopTraces, err := traces(ctx, cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("predict: %w", err)
+		}
+		defer stopTraces()
+		if tp != nil {
+			cfg.TracerProvider = tp
+		}
 		run := job.Run
 		if c.Flags().Changed("shard") && job.IsFolder(*output) {
 			// Processes given --shard i/n share the folder: each commits

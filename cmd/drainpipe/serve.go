@@ -214,20 +214,13 @@ func serveCommand() *cobra.Command {
 				Load:       func(_ context.Context, path string) (serve.ModelSpec, error) { return spec(path, storage.Info{}) },
 				LoadPinned: func(_ context.Context, path string, v storage.Info) (serve.ModelSpec, error) { return spec(path, v) }}))
 		}
-		tp, err := tracerProvider(ctx)
+		tp, stopTraces, err := traces(ctx, logger)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		defer stopTraces()
 		if tp != nil {
 			opts = append(opts, serve.WithTracerProvider(tp))
-			defer func() {
-				// The spans still batched go out, within a bound.
-				flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				if err := tp.Shutdown(flush); err != nil {
-					logger.Warn("traces: the last spans were not exported", "error", err)
-				}
-			}()
 		}
 		srv, err := serve.New(specs, opts...)
 		if err != nil {

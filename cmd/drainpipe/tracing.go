@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -57,4 +59,20 @@ func tracerProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// traces returns tracerProvider's provider, or nil, and a function that
+// stops it once its last spans are exported (within a bound).
+func traces(ctx context.Context, logger *slog.Logger) (*sdktrace.TracerProvider, func(), error) {
+	tp, err := tracerProvider(ctx)
+	if err != nil || tp == nil {
+		return nil, func() {}, err
+	}
+	return tp, func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(flush); err != nil {
+			logger.Warn("traces: the last spans were not exported", "error", err)
+		}
+	}, nil
 }
