@@ -215,6 +215,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 				func(r int) float64 { return start().ratio(r, proto, rows, true) }})
 		}
 	}
+	gs = append(gs, tracingGoals(c, mlp)...)
 	// The server's CPU a request, with its callers in a process of their
 	// own, above the bare server's and the model's share.
 	for _, proto := range []string{"gRPC", "REST"} {

@@ -202,8 +202,8 @@ func summarize(lat []time.Duration, errs int, elapsed time.Duration) Result {
 
 // Serve runs a model server of spec on loopback (REST and gRPC on free
 // ports) until stop, which returns the server's error.
-func Serve(spec serve.ModelSpec) (restURL, grpcAddr string, stop func() error, err error) {
-	srv, err := serve.New([]serve.ModelSpec{spec})
+func Serve(spec serve.ModelSpec, opts ...serve.Option) (restURL, grpcAddr string, stop func() error, err error) {
+	srv, err := serve.New([]serve.ModelSpec{spec}, opts...)
 	if err != nil {
 		return "", "", nil, err
 	}
