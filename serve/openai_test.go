@@ -2,9 +2,11 @@ package serve
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -67,5 +69,60 @@ func TestAuthorized(t *testing.T) {
 	}
 	if !(&Server{}).authorized(&http.Request{Header: http.Header{}}) {
 		t.Error("a server without keys refuses a request")
+	}
+}
+
+// endless is a JSON body that goes on for n bytes: an input string that
+// never closes. read counts what was taken (by the transport's goroutine,
+// which may still be sending after the answer came).
+type endless struct {
+	n    int64
+	read atomic.Int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	at := e.read.Load()
+	if at >= e.n {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), e.n-at)]
+	const head = `{"model": "mlp", "input": ["`
+	k := 0
+	if at < int64(len(head)) {
+		k = copy(p, head[at:])
+	}
+	for i := k; i < len(p); i++ {
+		p[i] = 'x'
+	}
+	e.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// A 500 MB body to /v1/embeddings, sent without a declared length, is
+// answered 413 in OpenAI's error shape once it passes the server's bound
+// (64 MiB by default), which is all of it the server reads; the server
+// answers on.
+func TestHugeEmbeddingsBody(t *testing.T) {
+	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))})
+	body := &endless{n: 500 << 20}
+	req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/embeddings", io.NopCloser(body))
+	req.ContentLength = -1 // chunked: the bound is found by reading
+	resp, err := r.http.Do(req)
+	if err != nil {
+		t.Fatalf("a 500 MB body: %v (want a 413 answer)", err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var shape struct {
+		Error struct{ Message, Type string } `json:"error"`
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &shape) != nil || shape.Error.Type != "invalid_request_error" || !strings.Contains(shape.Error.Message, "over") {
+		t.Fatalf("a 500 MB body: %d %.300s", resp.StatusCode, raw)
+	}
+	if sent := body.read.Load(); sent > 200<<20 {
+		t.Errorf("the client sent %d MiB of a 500 MB body before its answer", sent>>20)
+	}
+	if st, b := r.do(t, http.MethodGet, "/v1/models", nil, nil); st != http.StatusOK {
+		t.Fatalf("after a 500 MB body: /v1/models %d %s", st, b)
 	}
 }
