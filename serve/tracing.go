@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -46,9 +45,7 @@ func (s *Server) traced(h http.Handler) http.Handler {
 }
 
 // grpcTracing is the gRPC server's request spans.
-func (s *Server) grpcTracing() stats.Handler {
-	return otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(s.cfg.tracing), otelgrpc.WithPropagators(tracePropagator))
-}
+func (s *Server) grpcTracing() stats.Handler { return grpcSpans{tracer: s.tracer()} }
 
 // tracingObserver adds batch spans to a model's metrics observer.
 type tracingObserver struct {
