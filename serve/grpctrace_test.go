@@ -1,8 +1,13 @@
 package serve
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -17,7 +22,10 @@ import (
 // exist) is not the server's error, and a health check is a call too.
 func TestGRPCSpansFollowRPCConventions(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	// A call's span ends at gRPC's End event, which may come after its
+	// client has the answer: the test waits for the three ends.
+	ended := &serverEnds{want: 3, done: make(chan struct{})}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(ended))
 	defer tp.Shutdown(context.Background())
 	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))}, WithTracerProvider(tp))
 
@@ -32,7 +40,11 @@ func TestGRPCSpansFollowRPCConventions(t *testing.T) {
 	if _, err := healthpb.NewHealthClient(r.conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	tp.ForceFlush(context.Background())
+	select {
+	case <-ended.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server spans did not end in 30 s")
+	}
 
 	type got struct {
 		name, method, status string
@@ -55,6 +67,13 @@ func TestGRPCSpansFollowRPCConventions(t *testing.T) {
 	const infer = "inference.GRPCInferenceService/ModelInfer"
 	want := []got{{infer, infer, "OK", codes.Unset}, {infer, infer, "NOT_FOUND", codes.Unset},
 		{"grpc.health.v1.Health/Check", "grpc.health.v1.Health/Check", "OK", codes.Unset}}
+	// In the order they ended, which is not always the order sent.
+	slices.SortFunc(calls, func(a, b got) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.status, b.status))
+	})
+	slices.SortFunc(want, func(a, b got) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.status, b.status))
+	})
 	if len(calls) != len(want) {
 		t.Fatalf("server spans %+v, want %+v", calls, want)
 	}
@@ -64,3 +83,25 @@ func TestGRPCSpansFollowRPCConventions(t *testing.T) {
 		}
 	}
 }
+
+// serverEnds closes done when want server spans have ended.
+type serverEnds struct {
+	mu   sync.Mutex
+	want int
+	done chan struct{}
+}
+
+func (e *serverEnds) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanKind() != trace.SpanKindServer {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.want--; e.want == 0 {
+		close(e.done)
+	}
+}
+
+func (*serverEnds) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (*serverEnds) Shutdown(context.Context) error                  { return nil }
+func (*serverEnds) ForceFlush(context.Context) error                { return nil }

@@ -34,13 +34,14 @@ import (
 // traceparent is its request span's parent, on both protocols; a
 // malformed one starts a new trace and refuses nothing.
 func TestRequestAndBatchSpansLinkBothWays(t *testing.T) {
+	const callers = 24
 	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	ended := &serverEnds{want: callers + 1, done: make(chan struct{})}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(ended))
 	defer tp.Shutdown(context.Background())
 	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))}, WithTracerProvider(tp))
 
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	const callers = 24
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() {
@@ -63,6 +64,12 @@ func TestRequestAndBatchSpansLinkBothWays(t *testing.T) {
 		}
 	})
 	wg.Wait()
+	// A request span may end after its caller has the answer.
+	select {
+	case <-ended.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request spans did not end in 30 s")
+	}
 	tp.ForceFlush(context.Background())
 
 	requests, batches := map[trace.SpanID]sdktrace.ReadOnlySpan{}, map[trace.SpanID]sdktrace.ReadOnlySpan{}
