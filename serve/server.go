@@ -199,8 +199,9 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	startErr := s.startModels(ctx)
 	var runErr error
 	if startErr == nil {
-		close(s.ready)
+		// Health first: whoever Ready() lets go finds the server serving.
 		s.setHealth(healthpb.HealthCheckResponse_SERVING)
+		close(s.ready)
 		log.Info("ready", "models", s.reg.names())
 		if s.repo != nil {
 			serving.Go(func() { s.repo.poll(polling) })
