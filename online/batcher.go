@@ -267,7 +267,10 @@ func (b *Batcher) wait(ctx context.Context, r *request) (arrow.RecordBatch, erro
 			b.mu.Unlock()
 		}
 	}
-	return r.out, r.err
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.take(), nil
 }
 
 // since returns the time since the Batcher began, on the monotonic clock

@@ -110,13 +110,7 @@ func (b *Batcher) answer(r ran) {
 			b.settle(s.req, nil, err)
 			continue
 		}
-		rows := out
-		if n == out.NumRows() {
-			out.Retain() // the whole batch is this request's
-		} else {
-			rows = out.NewSlice(off, off+n)
-		}
-		if b.deliver(s.req, s.off, rows) {
+		if b.deliver(s.req, s.off, out, off, n) {
 			answered = append(answered, s.req)
 		}
 		off += n
@@ -184,7 +178,8 @@ type request struct {
 	pieces  []piece
 	got     int
 	settled bool
-	out     arrow.RecordBatch
+	from    arrow.RecordBatch // holds the predictions: rows [at, at+rows)
+	at      int64
 	err     error
 	done    chan struct{} // closed when settled
 }
@@ -202,22 +197,27 @@ func (r *request) leave() {
 	r.rec = nil
 }
 
-// deliver hands r the predictions of its rows from off on. It owns rec.
-// It reports whether r now has its outcome, for the caller to announce.
-func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) bool {
+// deliver hands r the predictions of its rows from off on: rows [at,
+// at+n) of out, which stays the caller's. It reports whether r now has its
+// outcome, for the caller to announce.
+func (b *Batcher) deliver(r *request, off int, out arrow.RecordBatch, at, n int64) bool {
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()
-		rec.Release()
 		return false
 	}
-	if r.got == 0 && int(rec.NumRows()) == r.rows {
-		// All of r in one batch, as most requests are: nothing to join.
+	if r.got == 0 && int(n) == r.rows {
+		// All of r in one batch, as most requests are: r's caller slices
+		// its rows itself (take), so that the batch's callers do it in
+		// parallel rather than this goroutine one after another.
+		out.Retain()
+		r.settle(out, at, nil)
 		r.mu.Unlock()
-		return b.resolve(r, rec, nil)
+		return true
 	}
+	rec := out.NewSlice(at, at+n)
 	r.pieces = append(r.pieces, piece{off, rec})
-	r.got += int(rec.NumRows())
+	r.got += int(n)
 	if r.got < r.rows {
 		r.mu.Unlock()
 		return false
@@ -225,8 +225,8 @@ func (b *Batcher) deliver(r *request, off int, rec arrow.RecordBatch) bool {
 	pieces := r.pieces
 	r.pieces = nil
 	r.mu.Unlock()
-	out, err := b.join(pieces)
-	return b.resolve(r, out, err)
+	joined, err := b.join(pieces)
+	return b.resolve(r, joined, 0, err)
 }
 
 // join puts a request's pieces together in row order. It owns them.
@@ -247,16 +247,17 @@ func (b *Batcher) join(pieces []piece) (arrow.RecordBatch, error) {
 // settle gives r its outcome, once: it owns out. It reports whether this
 // call settled r.
 func (b *Batcher) settle(r *request, out arrow.RecordBatch, err error) bool {
-	if !b.resolve(r, out, err) {
+	if !b.resolve(r, out, 0, err) {
 		return false
 	}
 	b.announce(r)
 	return true
 }
 
-// resolve gives r its outcome, once: it owns out. It reports whether this
-// call did; r's caller waits until r is announced.
-func (b *Batcher) resolve(r *request, out arrow.RecordBatch, err error) bool {
+// resolve gives r its outcome, once: r's rows of out from row at on (which
+// it owns), or err. It reports whether this call did; r's caller waits
+// until r is announced.
+func (b *Batcher) resolve(r *request, out arrow.RecordBatch, at int64, err error) bool {
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()
@@ -265,12 +266,40 @@ func (b *Batcher) resolve(r *request, out arrow.RecordBatch, err error) bool {
 		}
 		return false
 	}
+	r.settle(out, at, err)
+	r.mu.Unlock()
+	return true
+}
+
+// settle records r's outcome. r.mu is held, and r is not settled yet.
+func (r *request) settle(out arrow.RecordBatch, at int64, err error) {
 	r.settled = true
 	releaseAll(pieceRecords(r.pieces))
 	r.pieces = nil
-	r.out, r.err = out, err
-	r.mu.Unlock()
-	return true
+	r.from, r.at, r.err = out, at, err
+}
+
+// take returns r's predictions, owned by the caller, once r is settled:
+// its rows of the record it was answered from.
+func (r *request) take() arrow.RecordBatch {
+	from := r.from
+	r.from = nil
+	if from == nil || r.at == 0 && from.NumRows() == int64(r.rows) {
+		return from
+	}
+	defer from.Release()
+	return from.NewSlice(r.at, r.at+int64(r.rows))
+}
+
+// drop releases r's predictions, if it has any, for a caller that no
+// longer wants them.
+func (r *request) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.from != nil {
+		r.from.Release()
+		r.from = nil
+	}
 }
 
 // announce counts resolved requests and wakes their callers: the

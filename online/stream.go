@@ -159,11 +159,6 @@ func (b *Batcher) abandon(r *request) {
 	b.dequeue(r)
 	b.mu.Unlock()
 	if !b.settle(r, nil, context.Canceled) {
-		r.mu.Lock()
-		if r.out != nil {
-			r.out.Release()
-			r.out = nil
-		}
-		r.mu.Unlock()
+		r.drop()
 	}
 }
