@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // A Parquet file's row groups: gathered as records, cut where the rows
@@ -275,4 +277,22 @@ func leafValues(dt arrow.DataType) int {
 		return n
 	}
 	return 1
+}
+
+// parquetProps returns the writer properties opts make, with statistics
+// off for the floating-point values of lists (tensors, embeddings): no
+// reader prunes on the minimum of a vector's elements, and keeping them
+// was a tenth of writing a float tensor column.
+func parquetProps(s *arrow.Schema, arrowProps pqarrow.ArrowWriterProperties, opts ...parquet.WriterProperty) (*parquet.WriterProperties, error) {
+	pq, err := pqarrow.ToParquet(s, parquet.NewWriterProperties(opts...), arrowProps)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pq.NumColumns() {
+		col := pq.Column(i)
+		if col.MaxRepetitionLevel() > 0 && (col.PhysicalType() == parquet.Types.Float || col.PhysicalType() == parquet.Types.Double) {
+			opts = append(opts, parquet.WithStatsFor(col.Path(), false))
+		}
+	}
+	return parquet.NewWriterProperties(opts...), nil
 }
