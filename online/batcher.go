@@ -251,6 +251,9 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 
 // wait returns r's predictions, or gives r up when ctx ends first.
 func (b *Batcher) wait(ctx context.Context, r *request) (arrow.RecordBatch, error) {
+	if ctx.Done() == nil {
+		<-r.done // a context that never ends: no select needed
+	}
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -383,9 +386,10 @@ func (b *Batcher) next(idle int) (j *job, wait time.Duration, done bool) {
 			break
 		}
 		n := min(left, take)
-		seg := segment{req: r, off: r.next, rows: r.rec}
+		seg := segment{req: r, off: r.next}
 		if n == r.rows {
-			r.rec.Retain() // the whole request: no slice needed
+			// The whole request: the queue's reference moves to the batch.
+			seg.rows, r.rec = r.rec, nil
 		} else {
 			seg.rows = r.rec.NewSlice(int64(r.next), int64(r.next+n))
 		}

@@ -189,12 +189,14 @@ type piece struct {
 	rec arrow.RecordBatch
 }
 
-// leave releases the request's record once it is out of the queue. The
-// Batcher's mutex is held.
+// leave releases the request's record once it is out of the queue, if a
+// batch did not take it. The Batcher's mutex is held.
 func (r *request) leave() {
 	r.queued = false
-	r.rec.Release()
-	r.rec = nil
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
 }
 
 // deliver hands r the predictions of its rows from off on: rows [at,
