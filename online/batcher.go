@@ -253,27 +253,33 @@ func (b *Batcher) submit(ctx context.Context, rec arrow.RecordBatch, shed bool) 
 func (b *Batcher) wait(ctx context.Context, r *request) (arrow.RecordBatch, error) {
 	if ctx.Done() == nil {
 		<-r.done // a context that never ends: no select needed
-	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		b.mu.Lock()
-		b.dequeue(r)
-		b.mu.Unlock()
-		if b.settle(r, nil, fmt.Errorf("online: request: %w", context.Cause(ctx))) {
-			b.mu.Lock()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				b.stats.Timeouts++
-			} else {
-				b.stats.Cancellations++
-			}
-			b.mu.Unlock()
+	} else {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			b.giveUp(ctx, r)
 		}
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
 	return r.take(), nil
+}
+
+// giveUp settles r with ctx's cause, unless r has its outcome already.
+func (b *Batcher) giveUp(ctx context.Context, r *request) {
+	b.mu.Lock()
+	b.dequeue(r)
+	b.mu.Unlock()
+	if b.settle(r, nil, fmt.Errorf("online: request: %w", context.Cause(ctx))) {
+		b.mu.Lock()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			b.stats.Timeouts++
+		} else {
+			b.stats.Cancellations++
+		}
+		b.mu.Unlock()
+	}
 }
 
 // since returns the time since the Batcher began, on the monotonic clock
