@@ -239,9 +239,10 @@ func TestPipelineMatchesJob(t *testing.T) {
 
 // A unit whose first attempt fails: Prism does not retry a failed bundle,
 // so the pipeline fails with the unit's error, and no manifest or
-// _SUCCESS claims the output complete. The input is one unit (b.parquet,
-// one row group): a pipeline that fails while other bundles still run
-// trips a data race inside Beam's harness now and then (see plan).
+// _SUCCESS claims the output complete. The input is one unit (b.parquet's
+// 20,000 rows, under PartRows): a pipeline that fails while other bundles
+// still run trips a data race inside Beam's harness now and then (see
+// plan), which units of 8,192 rows did.
 func TestFailedShardFailsThePipeline(t *testing.T) {
 	dir := inputs(t)
 	out := filepath.Join(t.TempDir(), "out")
@@ -268,7 +269,7 @@ func TestFailedShardFailsThePipeline(t *testing.T) {
 	testFault.Store(&fault)
 	defer testFault.Store(nil)
 	err := run(t, Config{Inputs: []string{filepath.Join(dir, "b.parquet")}, Model: filepath.Join(dir, "model.dpmlp"),
-		Output: out, Keep: []string{"id"}, PartRows: 8192, Overwrite: true})
+		Output: out, Keep: []string{"id"}, PartRows: 1 << 15, Overwrite: true})
 	mu.Lock()
 	retried := attempts["part-00000-000000000000.parquet"] > 1
 	mu.Unlock()
