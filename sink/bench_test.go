@@ -46,7 +46,7 @@ func BenchmarkWritePredictions(b *testing.B) {
 	}()
 	dir := b.TempDir()
 	b.ResetTimer()
-	for i := range b.N {
+	for range b.N {
 		w, err := sink.Create(filepath.Join(dir, "out.parquet"), schema, sink.WithOverwrite(true), sink.WithAllocator(mem))
 		if err != nil {
 			b.Fatal(err)
@@ -59,7 +59,6 @@ func BenchmarkWritePredictions(b *testing.B) {
 		if err := w.Commit(); err != nil {
 			b.Fatal(err)
 		}
-		_ = i
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
