@@ -7,15 +7,19 @@ import (
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
-// BenchmarkRESTCodec decodes a 32-row infer request of 64 features and
-// encodes a response of its size (32 classes, 32×10 probabilities): the
-// JSON work of one REST request.
+// BenchmarkRESTCodec decodes a 32-row infer request of 64 features (and
+// a 1-row one) and encodes a response of its size (32 classes, 32×10
+// probabilities): the JSON work of one REST request.
 func BenchmarkRESTCodec(b *testing.B) {
 	data := make([]float32, 32*64)
 	for i := range data {
 		data[i] = float32(i%113)/56 - 1
 	}
-	body, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{32, 64}, "data": data}}})
+	request := func(rows int) []byte {
+		body, _ := json.Marshal(map[string]any{"id": "r", "inputs": []map[string]any{{"name": "features", "datatype": "FP32", "shape": []int{rows, 64}, "data": data[:rows*64]}}})
+		return body
+	}
+	body, row := request(32), request(1)
 	resp := restInferResponse{ModelName: "m", ModelVersion: "1", Outputs: []restTensor{
 		{Name: "class", Datatype: "INT64", Shape: []int64{32}, Data: make([]int64, 32)},
 		{Name: "probabilities", Datatype: "FP32", Shape: []int64{32, 10}, Data: data[:320]},
@@ -24,6 +28,14 @@ func BenchmarkRESTCodec(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
 			if _, err := decodeInferJSON(body, nil, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-1-row", func(b *testing.B) {
+		b.SetBytes(int64(len(row)))
+		for b.Loop() {
+			if _, err := decodeInferJSON(row, nil, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

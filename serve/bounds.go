@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -120,83 +118,4 @@ func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, val [
 		b = b[m:]
 	}
 	return nil
-}
-
-// JSON values of a REST request, decoded within the bounds: each counts
-// the elements of its bytes first (a scan that allocates nothing), and
-// refuses more than its bound before any is allocated.
-
-// jsonParams is an object of parameters.
-type jsonParams map[string]json.RawMessage
-
-func (p *jsonParams) UnmarshalJSON(b []byte) error {
-	if countElements(b) > maxParameters { // duplicate names count too
-		return overBound("parameters", maxParameters)
-	}
-	return json.Unmarshal(b, (*map[string]json.RawMessage)(p))
-}
-
-// jsonShape is a tensor's shape.
-type jsonShape []int64
-
-func (s *jsonShape) UnmarshalJSON(b []byte) error {
-	if countElements(b) > maxRank {
-		return overBound("dimensions", maxRank)
-	}
-	return json.Unmarshal(b, (*[]int64)(s))
-}
-
-// tensorList is a request's inputs or outputs.
-type tensorList[T any] []T
-
-func (l *tensorList[T]) UnmarshalJSON(b []byte) error {
-	if countElements(b) > maxTensors {
-		return overBound("tensors", maxTensors)
-	}
-	return json.Unmarshal(b, (*[]T)(l))
-}
-
-// countElements counts the values of a JSON array, or the members of an
-// object, without decoding them (b is valid JSON: the decoder checked it
-// before handing it over); 0 for anything else.
-func countElements(b []byte) int {
-	b = bytes.TrimSpace(b)
-	if len(b) < 2 || (b[0] != '[' && b[0] != '{') {
-		return 0
-	}
-	depth, n, any := 0, 0, false
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
-			continue
-		case c == ',' && depth == 1:
-			n++
-			continue
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
-		}
-		if depth >= 1 && !(depth == 1 && (c == '[' || c == '{')) {
-			any = true
-		}
-	}
-	if any {
-		n++
-	}
-	return n
 }

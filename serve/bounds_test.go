@@ -96,67 +96,134 @@ func TestDeclaredSizeIsBounded(t *testing.T) {
 
 func memSlice(b []byte) mem.BufferSlice { return mem.BufferSlice{mem.SliceBuffer(b)} }
 
-// The element count a bound is checked on is the decoder's own.
-func TestCountElements(t *testing.T) {
-	for in, want := range map[string]int{
-		`[]`: 0, ` [ ] `: 0, `{}`: 0, `[1]`: 1, `[1,2,3]`: 3, `[[1,2],[3]]`: 2, `{"a":1,"b":[1,2]}`: 2,
-		`["a,b","c]\"d"]`: 2, `[{"x":[1,2,{"y":"}"}]}]`: 1, `["\\\\",1]`: 2, "[\n1 ,\t2\n]": 2, `null`: 0, `"s"`: 0, `[[]]`: 1, `[{}]`: 1,
+// What checkDeclaredJSON counts is what the decoder would allocate:
+// names matched as encoding/json matches them, data and unknown names
+// not counted, duplicates counted.
+func TestDeclaredJSON(t *testing.T) {
+	list := func(item string, n int) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
+	for body, over := range map[string]bool{
+		`{"inputs": [` + list(`{}`, maxTensors) + `]}`:                                            false,
+		`{"inputs": [` + list(`{}`, maxTensors+1) + `]}`:                                          true,
+		`{"INPUTS": [` + list(`{}`, maxTensors+1) + `]}`:                                          true,
+		`{"\u0069nputs": [` + list(`{}`, maxTensors+1) + `]}`:                                     true,
+		`{"inputſ": [` + list(`{}`, maxTensors+1) + `]}`:                                          true, // ſ folds to s
+		`{"inputz": [` + list(`{}`, maxTensors+1) + `]}`:                                          false,
+		`{"outputs": [` + list(`{"name": "a"}`, maxTensors+1) + `]}`:                              true,
+		`{"parameters": {` + list(`"a": 1`, maxParameters+1) + `}}`:                               true, // one name, each time counted
+		`{"parameters": {"a": [` + list(`1`, 1000) + `]}}`:                                        false,
+		`{"inputs": [{"shape": [` + list(`1`, maxRank) + `], "data": [` + list(`1`, 999) + `]}]}`: false,
+		`{"inputs": [{"shape": [` + list(`1`, maxRank+1) + `]}]}`:                                 true,
+		`{"inputs": [{"name": "x]}\"", "Shape": [` + list(`2`, maxRank+1) + `]}]}`:                true,
+		`{"inputs": [{"data": [` + list(`{"shape": [1]}`, maxTensors+1) + `]}]}`:                  false,
+		`{"outputs": [{"shape": [` + list(`1`, maxRank+1) + `]}]}`:                                false, // an output has no shape
+		`{"id": "[[[", "inputs": [{"parameters": {` + list(`"p": {}`, maxParameters+1) + `}}]}`:   true,
+		`[` + list(`{}`, 1000) + `]`:                                                              false,
 	} {
-		if got := countElements([]byte(in)); got != want {
-			t.Errorf("countElements(%s) = %d, want %d", in, got, want)
+		err := checkDeclaredJSON([]byte(body))
+		if over != errors.Is(err, errDeclared) {
+			t.Errorf("%.80s…: %v, want over the bounds: %v", body, err, over)
 		}
-		var v any
-		if err := json.Unmarshal([]byte(in), &v); err != nil {
-			t.Fatalf("%s is not JSON: %v", in, err)
+		if !json.Valid([]byte(body)) {
+			t.Fatalf("%.80s… is not JSON", body)
 		}
-		if arr, ok := v.([]any); ok && len(arr) != want {
-			t.Errorf("%s: the decoder finds %d", in, len(arr))
-		}
-		if obj, ok := v.(map[string]any); ok && len(obj) != want {
-			t.Errorf("%s: the decoder finds %d", in, len(obj))
+		if err == nil {
+			checkWithinBounds(t, []byte(body))
 		}
 	}
 }
 
-// FuzzCountElements: for any JSON array or object, the count a bound is
-// checked on is the decoder's.
-func FuzzCountElements(f *testing.F) {
-	for _, s := range []string{`[]`, `[1,"a,]",{"b":[2]}]`, `{"a":"\\"","b":{}}`, `[[],[[]]]`} {
+// checkWithinBounds fails t if body, decoded as the server decodes it,
+// holds more than a bound allows.
+func checkWithinBounds(t *testing.T, body []byte) {
+	t.Helper()
+	var in restInferRequest
+	if json.Unmarshal(body, &in) != nil {
+		return
+	}
+	over := len(in.Inputs) > maxTensors || len(in.Outputs) > maxTensors || len(in.Parameters) > maxParameters
+	for _, x := range in.Inputs {
+		over = over || len(x.Shape) > maxRank || len(x.Parameters) > maxParameters
+	}
+	for _, x := range in.Outputs {
+		over = over || len(x.Parameters) > maxParameters
+	}
+	if over {
+		t.Fatalf("%.200q passed the bounds, and decodes over them", body)
+	}
+}
+
+// FuzzDeclaredJSON: for any JSON body, the bounds scan refuses exactly
+// what a walk of encoding/json's tokens finds over a bound, and what it
+// lets through decodes within the bounds.
+func FuzzDeclaredJSON(f *testing.F) {
+	for _, s := range []string{`{"inputs":[{"shape":[1,2],"data":[[1,"]"],{}]}]}`, `{"PARAMETERS":{"a":1,"a":{"b":[]}}}`,
+		`{"outputs":[{"parameters":{"binary_data":true}}],"id":"\"{"}`, `{"inputs":[{"\u0073hape":[1,1,1]}]}`, `[[],[[]]]`, `"s"`} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, in string) {
-		var v any
-		if json.Unmarshal([]byte(in), &v) != nil {
+	f.Fuzz(func(t *testing.T, body string) {
+		dec := json.NewDecoder(strings.NewReader(body))
+		want, err := overByTokens(dec, inferRequestValue)
+		if err != nil || dec.More() || !json.Valid([]byte(body)) {
+			checkDeclaredJSON([]byte(body)) // no panic, whatever it says
 			return
 		}
-		want := 0
-		switch v := v.(type) {
-		case []any:
-			want = len(v)
-		case map[string]any:
-			want = membersOf(t, in) // duplicate names too
-		default:
-			return
+		got := checkDeclaredJSON([]byte(body))
+		if want != errors.Is(got, errDeclared) || (!want && got != nil) {
+			t.Fatalf("%q: %v, the token walk finds it over the bounds: %v", body, got, want)
 		}
-		if got := countElements([]byte(in)); got != want {
-			t.Fatalf("countElements(%q) = %d, want %d", in, got, want)
+		if got == nil {
+			checkWithinBounds(t, []byte(body))
 		}
 	})
 }
 
-// membersOf counts an object's members as a token decoder reads them,
-// duplicate names included.
-func membersOf(t *testing.T, in string) int {
-	dec := json.NewDecoder(strings.NewReader(in))
-	dec.Token()
-	n := 0
-	for dec.More() {
-		dec.Token()
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-		n++
+// overByTokens reads one value of role r from dec, token by token, and
+// reports whether it or a value in it holds more than its role's bound.
+func overByTokens(dec *json.Decoder, r jsonRole) (bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return false, err
 	}
-	return n
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return false, nil
+	}
+	over, n := false, 0
+	for ; dec.More(); n++ {
+		role := r.element()
+		if delim == '{' {
+			name, err := dec.Token()
+			if err != nil {
+				return false, err
+			}
+			role = memberByName(r, name.(string))
+		}
+		inner, err := overByTokens(dec, role)
+		if err != nil {
+			return false, err
+		}
+		over = over || inner
+	}
+	if _, err := dec.Token(); err != nil {
+		return false, err
+	}
+	limit, _ := r.bound()
+	return over || (limit > 0 && n > limit), nil
+}
+
+// memberByName is the role of the member named name in an object of role
+// r: the fields of the request's structs, matched as encoding/json
+// matches them.
+func memberByName(r jsonRole, name string) jsonRole {
+	fields := map[jsonRole]map[string]jsonRole{
+		inferRequestValue: {"parameters": parametersValue, "inputs": inputsValue, "outputs": outputsValue},
+		inputValue:        {"parameters": parametersValue, "shape": shapeValue},
+		outputValue:       {"parameters": parametersValue},
+	}
+	for field, role := range fields[r] {
+		if strings.EqualFold(name, field) {
+			return role
+		}
+	}
+	return otherValue
 }

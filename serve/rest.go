@@ -137,17 +137,21 @@ func (s *Server) restModelReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // The REST request and response of infer (the protocol's JSON, not the
-// gRPC messages' JSON mapping).
+// gRPC messages' JSON mapping). A request is checked against the bounds
+// (checkDeclaredJSON) before it is decoded into these.
 type restInferRequest struct {
-	ID         string                  `json:"id"`
-	Parameters jsonParams              `json:"parameters"`
-	Inputs     tensorList[restInput]   `json:"inputs"`
-	Outputs    tensorList[restOutputs] `json:"outputs"`
+	ID         string        `json:"id"`
+	Parameters jsonParams    `json:"parameters"`
+	Inputs     []restInput   `json:"inputs"`
+	Outputs    []restOutputs `json:"outputs"`
 }
+
+// jsonParams is an object of parameters, each value as the request wrote it.
+type jsonParams map[string]json.RawMessage
 
 type restInput struct {
 	Name       string          `json:"name"`
-	Shape      jsonShape       `json:"shape"`
+	Shape      []int64         `json:"shape"`
 	Datatype   string          `json:"datatype"`
 	Parameters jsonParams      `json:"parameters"`
 	Data       json.RawMessage `json:"data"`
@@ -217,10 +221,11 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 // binary tensors after it (the binary tensor data extension) in binary;
 // timeoutHeader is the request's TimeoutHeader, if any.
 func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, error) {
-	var in restInferRequest
-	if err := json.Unmarshal(body, &in); errors.Is(err, errDeclared) {
+	if err := checkDeclaredJSON(body); err != nil {
 		return nil, &Error{Code: CodeTooLarge, Err: err}
-	} else if err != nil {
+	}
+	var in restInferRequest
+	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, invalid(fmt.Errorf("malformed JSON request: %w", err))
 	}
 	req := &inferRequest{id: in.ID}
@@ -232,7 +237,7 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 		return nil, invalid(errors.New("no inputs"))
 	}
 	for _, t := range in.Inputs {
-		d, n, err := tensorType(t.Name, t.Datatype, []int64(t.Shape))
+		d, n, err := tensorType(t.Name, t.Datatype, t.Shape)
 		if err != nil {
 			return nil, invalid(err)
 		}
