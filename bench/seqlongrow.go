@@ -42,20 +42,34 @@ func longRowRSS(c *config, model string, hidden int) float64 {
 // with the WordPiece tokenizer its vocabulary was made for, beside it.
 func textFolder(model string, hidden int) string {
 	dir := filepath.Join(filepath.Dir(model), "folder")
-	check(os.MkdirAll(dir, 0o755))
-	link := filepath.Join(dir, "model.onnx")
+	layOut(dir, model, "model.onnx", map[string]any{"config.json": encoderConfig(hidden)})
+	return dir
+}
+
+// encoderConfig is config.json of an encoder make-seq-encoder.py exports.
+func encoderConfig(hidden int) map[string]any {
+	return map[string]any{"model_type": "bert", "hidden_size": hidden, "vocab_size": 30005, "pad_token_id": 0, "max_position_embeddings": 512}
+}
+
+// layOut writes a model folder: the model linked at modelPath, the
+// WordPiece tokenizer its vocabulary was made for, and files as JSON.
+func layOut(dir, model, modelPath string, files map[string]any) {
+	for name, v := range files {
+		data, err := json.Marshal(v)
+		check(err)
+		check(os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		check(os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	tok, err := os.ReadFile("tokenizer/testdata/bert-uncased.json")
+	check(err)
+	check(os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644))
+	link := filepath.Join(dir, modelPath)
+	check(os.MkdirAll(filepath.Dir(link), 0o755))
 	if _, err := os.Lstat(link); err != nil {
 		abs, err := filepath.Abs(model)
 		check(err)
 		check(os.Symlink(abs, link))
 	}
-	tok, err := os.ReadFile("tokenizer/testdata/bert-uncased.json")
-	check(err)
-	check(os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644))
-	config, err := json.Marshal(map[string]any{"model_type": "bert", "hidden_size": hidden, "vocab_size": 30005, "pad_token_id": 0, "max_position_embeddings": 512})
-	check(err)
-	check(os.WriteFile(filepath.Join(dir, "config.json"), config, 0o644))
-	return dir
 }
 
 // textJobCPU returns the system CPU ÷ the user CPU of a text job of the
@@ -68,19 +82,7 @@ func textJobCPU(c *config, model string, hidden int) float64 {
 	dir := textFolder(model, hidden)
 	in := filepath.Join(c.dir, "long-tail-texts.parquet")
 	if _, err := os.Stat(in); err != nil {
-		words := strings.Fields("the licence grants you rights described below in full and of to")
-		var texts []string
-		for i, n := range readLengths()[:8000] {
-			var b strings.Builder
-			for j := range max(n-2, 1) {
-				if j > 0 {
-					b.WriteByte(' ')
-				}
-				b.WriteString(words[(i+j)%len(words)])
-			}
-			texts = append(texts, b.String())
-		}
-		writeParquet(in, textDataset(c, texts), c.mem)
+		writeParquet(in, textDataset(c, longTailTexts(8000)), c.mem)
 	}
 	cmd := exec.Command(seqBinary(c), "predict", "--model", dir, "--text-column", "text", "--input", in,
 		"--output", filepath.Join(c.dir, "golden-out.parquet"), "--overwrite", "--quiet")
@@ -89,6 +91,24 @@ func textJobCPU(c *config, model string, hidden int) float64 {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return float64(ru.Stime.Nano()) / float64(ru.Utime.Nano())
+}
+
+// longTailTexts returns count texts of the committed long-tail lengths (up
+// to 512 tokens), each word one WordPiece token.
+func longTailTexts(count int) []string {
+	words := strings.Fields("the licence grants you rights described below in full and of to")
+	var texts []string
+	for i, n := range readLengths()[:count] {
+		var b strings.Builder
+		for j := range max(n-2, 1) {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[(i+j)%len(words)])
+		}
+		texts = append(texts, b.String())
+	}
+	return texts
 }
 
 // textDataset makes a string column of texts, held for the rest of the

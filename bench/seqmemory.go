@@ -122,18 +122,9 @@ func seqMemoryGoals(c *config) []goal {
 		name                       string
 		hidden, heads, layers, ffn int
 	}{{"MiniLM-sized (6 × 384)", 384, 12, 6, 1536}, {"base-sized (12 × 768)", 768, 12, 12, 3072}} {
-		dir := filepath.Join(c.dir, fmt.Sprintf("encoder-%d", size.hidden))
-		model := filepath.Join(dir, "model.onnx")
+		model := filepath.Join(c.dir, fmt.Sprintf("encoder-%d", size.hidden), "model.onnx")
 		var m *seqMemory
-		export := func() {
-			if _, err := os.Stat(model); err != nil {
-				args := []string{"scripts/make-seq-encoder.py", "--out", dir, "--vocab", "30005", "--hidden", strconv.Itoa(size.hidden),
-					"--heads", strconv.Itoa(size.heads), "--layers", strconv.Itoa(size.layers), "--ffn", strconv.Itoa(size.ffn)}
-				if out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput(); err != nil {
-					log.Fatalf("make-seq-encoder: %v\n%s", err, out)
-				}
-			}
-		}
+		export := func() { exportEncoder(c, size.hidden, size.heads, size.layers, size.ffn) }
 		measure := func() seqMemory {
 			if m == nil {
 				export()
@@ -161,4 +152,20 @@ func seqMemoryGoals(c *config) []goal {
 			}})
 	}
 	return gs
+}
+
+// exportEncoder returns the ONNX file of an encoder of the given sizes
+// (random weights, the test encoder's vocabulary), exported by PyTorch
+// into the run's folder on first use.
+func exportEncoder(c *config, hidden, heads, layers, ffn int) string {
+	dir := filepath.Join(c.dir, fmt.Sprintf("encoder-%d", hidden))
+	model := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(model); err != nil {
+		args := []string{"scripts/make-seq-encoder.py", "--out", dir, "--vocab", "30005", "--hidden", strconv.Itoa(hidden),
+			"--heads", strconv.Itoa(heads), "--layers", strconv.Itoa(layers), "--ffn", strconv.Itoa(ffn)}
+		if out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput(); err != nil {
+			log.Fatalf("make-seq-encoder: %v\n%s", err, out)
+		}
+	}
+	return model
 }

@@ -68,7 +68,7 @@ func seqONNXGoals(c *config) []goal {
 			return ideal / dp
 		}},
 	}
-	return append(append(gs, tokenizationShare(c)...), seqMemoryGoals(c)...)
+	return append(append(append(gs, tokenizationShare(c)...), seqMemoryGoals(c)...), embeddingPeerGoals(c)...)
 }
 
 // tokenizationShare is the CPU share of tokenization in a text job on a
