@@ -13,6 +13,11 @@
 // resume, set-aside and session groups stay the predict and job
 // packages' own, since the window is an ordinary batch to them.
 //
+// A window's sub-batches run largest first (by rows × tokens², the
+// attention's memory), and any session of the model whose own window has
+// ended takes those not yet taken before it returns: sessions that take
+// whole windows still end together, as one queue of sub-batches would.
+//
 // # Plans
 //
 // A [Planner] is a pure function from lengths to sub-batches: rows of one

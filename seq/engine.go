@@ -28,11 +28,11 @@ type Engine interface {
 	Start(ctx context.Context, cfg EngineConfig) (EngineSession, error)
 }
 
-// WarmUpper is an engine whose sessions should run the largest declared
-// shape once before the first window (all rows padding): a runtime whose
-// allocator keeps what it has grown to (ONNX Runtime's arena) then holds
-// the largest shape's peak from the start, and the smaller shapes that
-// come first in a window reuse it instead of growing it shape by shape.
+// WarmUpper is an engine whose sessions can run the largest declared
+// shape once before the first window (all rows padding), for a Model
+// made WithWarmUp: a runtime whose allocator keeps what it has grown to
+// (ONNX Runtime's arena) then holds the largest shape's peak from the
+// start, and no window's first sub-batches grow it.
 type WarmUpper interface {
 	WarmUp() bool
 }

@@ -44,9 +44,12 @@ type Model struct {
 	// positionStart is WithPositionStart's: 0 numbers tokens as BERT
 	// does, padding slots included.
 	positionStart int64
+	warmUp        bool // WithWarmUp's
 
 	mu    sync.Mutex
 	stats Stats
+	// running are the windows whose sub-batches any session may take.
+	running windows
 }
 
 var (
@@ -231,7 +234,7 @@ func (m *Model) Start(ctx context.Context, cfg device.SessionConfig) (device.Ses
 		return nil, err
 	}
 	s := &session{m: m, engine: es, mem: cmp.Or[memory.Allocator](cfg.Allocator, memory.DefaultAllocator)}
-	if w, ok := m.engine.(WarmUpper); ok && w.WarmUp() && len(m.shapes) > 0 {
+	if w, ok := m.engine.(WarmUpper); ok && m.warmUp && w.WarmUp() && len(m.shapes) > 0 {
 		if err := s.warmUp(ctx); err != nil {
 			return nil, errors.Join(fmt.Errorf("seq: warming up: %w", err), es.Shutdown(ctx))
 		}

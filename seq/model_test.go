@@ -323,17 +323,23 @@ func TestWindowNotPadded(t *testing.T) {
 	}
 }
 
-// TestWarmUp: a session of a WarmUpper engine runs its largest declared
-// shape once at start, every row padding, and its windows' outputs are
-// those of a session that did not.
+// TestWarmUp: a session of a WarmUpper engine, of a model made
+// WithWarmUp, runs its largest declared shape once at start, every row
+// padding, and its windows' outputs are those of a session that did
+// not; without either, a session runs nothing at start.
 func TestWarmUp(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	data := rows(t, 200)
-	var outs [2]result
-	for i, warm := range []bool{false, true} {
-		e := &seqtest.Engine{Width: width, Warm: warm}
-		m, err := seq.New(e, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)}))
+	var outs [3]result
+	for i, c := range []struct{ engine, model bool }{{false, true}, {true, false}, {true, true}} {
+		warm := c.engine && c.model
+		e := &seqtest.Engine{Width: width, Warm: c.engine}
+		opts := []seq.Option{seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(512)})}
+		if c.model {
+			opts = append(opts, seq.WithWarmUp())
+		}
+		m, err := seq.New(e, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +362,7 @@ func TestWarmUp(t *testing.T) {
 		}
 	}
 	for r := range data {
-		if !near(outs[0].pooled[r], outs[1].pooled[r], 0) {
+		if !near(outs[0].pooled[r], outs[2].pooled[r], 0) || !near(outs[1].pooled[r], outs[2].pooled[r], 0) {
 			t.Fatalf("row %d differs after a warm-up", r)
 		}
 	}

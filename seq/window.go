@@ -111,20 +111,16 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 			return nil, fmt.Errorf("seq: window %d: %w", b.Index, err)
 		}
 	}
+	plan = largestFirst(plan)
 	rows := int(b.Record.NumRows())
 	outs := newOutputs(s.mem, m.cols, rows)
 	defer outs.release()
+	w := &window{ctx: ctx, index: b.Index, plan: plan, toks: toks, types: types, lengths: lengths, outs: outs}
+	if err := s.run(w); err != nil {
+		return nil, err
+	}
 	st.Shapes = map[Shape]int64{}
 	for _, sb := range plan {
-		batch := s.batch(sb.Shape)
-		m.fill(batch, sb, toks, types, lengths)
-		res, err := s.engine.Run(ctx, batch)
-		if err != nil {
-			return nil, fmt.Errorf("seq: window %d, sub-batch %s: %w", b.Index, sb.Shape, err)
-		}
-		if err := m.scatter(outs, &s.scratch, res, sb, lengths); err != nil {
-			return nil, fmt.Errorf("seq: window %d, sub-batch %s: %w", b.Index, sb.Shape, err)
-		}
 		st.SubBatches++
 		st.Slots += int64(sb.Shape.Slots())
 		st.Shapes[sb.Shape]++

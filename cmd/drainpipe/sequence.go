@@ -30,7 +30,10 @@ type sequenceFlags struct {
 	maxTextBytes    cliflag.Bytes // a row's text ceiling
 	// inModel has the model tokenize the text column itself (serve),
 	// not the job's input side.
-	inModel    bool
+	inModel bool
+	// warmUp runs the largest shape as each session starts (serve): a
+	// server's memory is at its peak before it takes traffic.
+	warmUp     bool
 	buckets    string
 	maxTokens  int
 	window     int
@@ -183,6 +186,9 @@ func (f *sequenceFlags) options(folder *hfmodel.Folder, perToken bool) ([]seq.Op
 	}
 	if f.refuseLong {
 		opts = append(opts, seq.WithRefuseLong())
+	}
+	if f.warmUp {
+		opts = append(opts, seq.WithWarmUp())
 	}
 	desc := fmt.Sprintf("seq buckets=%v maxlen=%d tokens=%d poolings=%v normalize=%v refuse-long=%v tokens=%q types=%q pair=%q positions=%d head=%s folder=%s",
 		pl.Buckets, maxLength, f.maxTokens, poolings, f.normalize, f.refuseLong, f.tokens, f.typeIDs, f.textPair, folder.PositionStart, folder.Head.Function, folder.Digest)

@@ -134,6 +134,7 @@ func serveCommand() *cobra.Command {
 		// spec makes the spec of a model file, with the flags' batching.
 		spec := func(path string, pin storage.Info) (serve.ModelSpec, error) {
 			sq := defaultSequenceFlags()
+			sq.warmUp = true
 			if *tokenize {
 				sq.text, sq.inModel = "text", true
 			}

@@ -32,9 +32,10 @@ var (
 	_ seq.WarmUpper = (*Sequence)(nil)
 )
 
-// WarmUp implements seq.WarmUpper: a session runs its largest declared
-// shape first, so that the environment's arena grows to that peak once
-// and every smaller shape reuses it.
+// WarmUp implements seq.WarmUpper: a session of a model made
+// seq.WithWarmUp runs its largest declared shape first, so that the
+// environment's arena grows to that peak once and every smaller shape
+// reuses it.
 func (s *Sequence) WarmUp() bool { return true }
 
 // sequenceInputs are the input names a sequence graph may declare.
