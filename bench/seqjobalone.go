@@ -59,7 +59,7 @@ func (p *embeddingPeers) planBatches() []*seq.Batch {
 	check(err)
 	_, m, err := f.Model(eng)
 	check(err)
-	tok, err := tokenizer.LoadFile(f.Dir + "/tokenizer.json")
+	tok, err := tokenizer.LoadFile(filepath.Join(f.Dir, "tokenizer.json"))
 	check(err)
 	p.engine, p.shapes = eng, m.Shapes()
 	texts := longTailTexts(jobTexts)

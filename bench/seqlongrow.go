@@ -31,7 +31,9 @@ func longRowRSS(c *config, model string, hidden int) float64 {
 	words := strings.Repeat("the licence grants you the rights described below in full ", 16<<20/59)
 	rss := func(name string, long string) float64 {
 		in := filepath.Join(c.dir, fmt.Sprintf("%s-%d.parquet", name, hidden))
-		writeParquet(in, textDataset(c, append(texts[:128:128], append([]string{long}, texts[128:]...)...)), c.mem)
+		if _, err := os.Stat(in); err != nil { // written in the first round
+			writeParquet(in, textDataset(c, append(texts[:128:128], append([]string{long}, texts[128:]...)...)), c.mem)
+		}
 		return childRSS(seqBinary(c), "predict", "--model", dir, "--text-column", "text", "--input", in,
 			"--output", filepath.Join(c.dir, name+"-out.parquet"), "--overwrite", "--quiet", "--sessions", "1")
 	}
