@@ -45,14 +45,14 @@ func writerGoals(c *config) []goal {
 	}
 	var gs []goal
 	for _, n := range []int{1, runtime.GOMAXPROCS(0)} {
-		// DuckDB's COPY uses its threads; the writer, one core so far.
+		// DuckDB's COPY uses its threads; the writer, as many encoders.
 		target := map[bool]float64{true: 1.5, false: 1.3}[n == 1]
 		gs = append(gs, goal{fmt.Sprintf("files: the Parquet writer ÷ DuckDB's COPY (%d thread(s)), a predictions table (key, class, 10 probabilities) in memory to snappy Parquet", n), atLeast(target), func(r int) float64 {
 			ensure()
 			out := filepath.Join(c.dir, "written.parquet")
 			ours, theirs := pair(r, func() float64 {
 				began := time.Now()
-				write(c.mem, out, recs)
+				write(c.mem, out, recs, sink.WithEncoders(n))
 				return time.Since(began).Seconds()
 			}, func() float64 {
 				secs, _, err := duckdb.TimeAfter("CREATE TABLE t AS SELECT * FROM read_parquet("+duckdb.Quote(table)+")",
@@ -66,9 +66,9 @@ func writerGoals(c *config) []goal {
 	return gs
 }
 
-// write writes recs to path as the job's sink does.
-func write(mem memory.Allocator, path string, recs []arrow.RecordBatch) {
-	w, err := sink.Create(path, predictionsSchema, sink.WithAllocator(mem), sink.WithOverwrite(true))
+// write writes recs to path as the job's sink does, with opts.
+func write(mem memory.Allocator, path string, recs []arrow.RecordBatch, opts ...sink.Option) {
+	w, err := sink.Create(path, predictionsSchema, append([]sink.Option{sink.WithAllocator(mem), sink.WithOverwrite(true)}, opts...)...)
 	check(err)
 	for _, rec := range recs {
 		check(w.Write(rec))

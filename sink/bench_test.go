@@ -1,6 +1,7 @@
 package sink_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -14,8 +15,15 @@ import (
 )
 
 // The writer's cost a row of a job's predictions (key, class, ten
-// probabilities) to snappy Parquet on local disk, in records of 4,096 rows.
+// probabilities) to snappy Parquet on local disk, in records of 4,096 rows,
+// by one encoder and by two (WithEncoders).
 func BenchmarkWritePredictions(b *testing.B) {
+	for _, encoders := range []int{1, 2} {
+		b.Run(fmt.Sprint("encoders=", encoders), func(b *testing.B) { benchmarkWritePredictions(b, encoders) })
+	}
+}
+
+func benchmarkWritePredictions(b *testing.B, encoders int) {
 	const rows, chunk = 1 << 18, 4096
 	mem := memory.NewGoAllocator()
 	schema := arrow.NewSchema([]arrow.Field{
@@ -47,7 +55,7 @@ func BenchmarkWritePredictions(b *testing.B) {
 	dir := b.TempDir()
 	b.ResetTimer()
 	for range b.N {
-		w, err := sink.Create(filepath.Join(dir, "out.parquet"), schema, sink.WithOverwrite(true), sink.WithAllocator(mem))
+		w, err := sink.Create(filepath.Join(dir, "out.parquet"), schema, sink.WithOverwrite(true), sink.WithAllocator(mem), sink.WithEncoders(encoders))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -74,20 +74,27 @@ func TestParquetRowGroupsByBytes(t *testing.T) {
 			if got := rowGroups(t, path); !slices.Equal(got, want) {
 				t.Fatalf("row groups %v, want %v", got, want)
 			}
-			read := readTable(t, mem, path)
-			defer read.Release()
-			for c := range int(whole.NumCols()) {
-				written := arrow.NewChunked(whole.Column(c).DataType(), []arrow.Array{whole.Column(c)})
-				same := array.ChunkedEqual(read.Column(c).Data(), written)
-				written.Release()
-				if !same {
-					t.Fatalf("column %s reads back otherwise", whole.ColumnName(c))
-				}
-			}
+			readsBack(t, mem, path, whole)
 		})
 	}
 	if len(want) < 50 || want[0] > 1000 {
 		t.Fatalf("groups %v: want ~1 MiB each, some 300 rows", want[:3])
+	}
+}
+
+// readsBack checks that pqarrow reads the Parquet file at path back as
+// whole, column by column.
+func readsBack(t *testing.T, mem memory.Allocator, path string, whole arrow.RecordBatch) {
+	t.Helper()
+	read := readTable(t, mem, path)
+	defer read.Release()
+	for c := range int(whole.NumCols()) {
+		written := arrow.NewChunked(whole.Column(c).DataType(), []arrow.Array{whole.Column(c)})
+		same := array.ChunkedEqual(read.Column(c).Data(), written)
+		written.Release()
+		if !same {
+			t.Fatalf("column %s reads back otherwise", whole.ColumnName(c))
+		}
 	}
 }
 

@@ -145,21 +145,37 @@ func (w *Writer) writeParquet(rec arrow.RecordBatch) error {
 func (w *Writer) flushGroup() error {
 	group, rows := w.group, w.inGroup
 	w.group, w.inGroup, w.groupBits = nil, 0, 0
-	defer releaseAll(group)
 	if len(group) == 0 {
 		return nil
 	}
-	if err := w.pq.NewRowGroupChecked(); err != nil {
+	w.wroteGroup = true
+	return w.writeRowGroup(group, func(pq *pqarrow.FileWriter) error { return writeGroup(pq, group, rows) })
+}
+
+// writeRowGroup writes a row group with write, which reads the records
+// of hold; it takes hold, and releases it once write has run: at once,
+// or on the encoder of its own the group gets (WithEncoders).
+func (w *Writer) writeRowGroup(hold []arrow.RecordBatch, write func(*pqarrow.FileWriter) error) error {
+	if w.spliced != nil {
+		return w.spliced.encode(w.out, hold, write)
+	}
+	defer releaseAll(hold)
+	return write(w.pq)
+}
+
+// writeGroup writes the rows of group, records of one schema, as a row
+// group of pq.
+func writeGroup(pq *pqarrow.FileWriter, group []arrow.RecordBatch, rows int64) error {
+	if err := pq.NewRowGroupChecked(); err != nil {
 		return err
 	}
-	w.wroteGroup = true
 	cols := make([]arrow.Array, len(group))
-	for i, f := range w.schema.Fields() {
+	for i, f := range group[0].Schema().Fields() {
 		for j, r := range group {
 			cols[j] = r.Column(i)
 		}
 		chunked := arrow.NewChunked(f.Type, cols)
-		err := w.pq.WriteColumnChunked(chunked, 0, rows)
+		err := pq.WriteColumnChunked(chunked, 0, rows)
 		chunked.Release()
 		if err != nil {
 			return fmt.Errorf("column %q: %w", f.Name, err)
@@ -177,14 +193,23 @@ func (w *Writer) finishParquet() error {
 	if err := w.flushGroup(); err != nil {
 		return err
 	}
-	if w.empty != nil && !w.wroteGroup {
-		return w.pq.WriteBuffered(w.empty)
+	if empty := w.empty; empty != nil && !w.wroteGroup {
+		empty.Retain()
+		if err := w.writeRowGroup([]arrow.RecordBatch{empty}, func(pq *pqarrow.FileWriter) error { return pq.WriteBuffered(empty) }); err != nil {
+			return err
+		}
+	}
+	if w.spliced != nil {
+		return w.spliced.finish(w.out, w.pq)
 	}
 	return nil
 }
 
 // releaseParquet releases the records a Parquet writer holds.
 func (w *Writer) releaseParquet() {
+	if w.spliced != nil {
+		w.spliced.wait()
+	}
 	releaseAll(w.group)
 	w.group, w.inGroup, w.groupBits = nil, 0, 0
 	if w.empty != nil {

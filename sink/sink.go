@@ -47,6 +47,7 @@ type config struct {
 	format     format.Format
 	groupRows  int64
 	groupBytes int64
+	encoders   int
 	opener     *storage.Opener
 	ctx        context.Context
 }
@@ -74,6 +75,15 @@ func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n
 // first (WithRowGroupRows): at least one row a group. Values below 1 keep
 // DefaultRowGroupBytes.
 func WithRowGroupBytes(n int64) Option { return func(c *config) { c.groupBytes = n } }
+
+// WithEncoders lets a Parquet writer encode up to n row groups at once,
+// each on a goroutine of its own, for a writer with cores to spare: it
+// then holds the records of up to n+1 row groups (WithRowGroupBytes each),
+// and the encoded bytes of n. The file is the one a single encoder writes,
+// less the copy of each column chunk's metadata arrow-go writes after its
+// pages (readers take the footer's). By default, and for values below 2,
+// a row group is encoded on the caller's goroutine as it fills.
+func WithEncoders(n int) Option { return func(c *config) { c.encoders = n } }
 
 // WithOpener sets the Opener an object URL is written through (which keeps
 // its buckets open across writers); by default a Writer of a URL opens and
@@ -104,6 +114,7 @@ type Writer struct {
 	// and the rows a group holds; an empty record, if one came first;
 	// whether a group was written.
 	pq                    *pqarrow.FileWriter
+	spliced               *splicer // with WithEncoders
 	group                 []arrow.RecordBatch
 	inGroup, groupLimit   int64
 	groupBits, groupBytes int64 // the group's bits so far (rowBits), and its ceiling in bytes
@@ -157,7 +168,16 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 		if props, err = parquetProps(schema, arrowProps, parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
 			parquet.WithMaxRowGroupLength(w.groupLimit), parquet.WithDataPageSize(dataPageBytes)); err == nil {
-			w.pq, err = pqarrow.NewFileWriter(schema, keepOpen{out}, props, arrowProps)
+			newFile := func(to io.Writer) (*pqarrow.FileWriter, error) {
+				return pqarrow.NewFileWriter(schema, to, props, arrowProps)
+			}
+			if c.encoders > 1 {
+				// The file's footer comes from a file that gets no row group.
+				w.spliced = newSplicer(c.encoders, newFile)
+				w.pq, err = newFile(io.Discard)
+			} else {
+				w.pq, err = newFile(keepOpen{out})
+			}
 		}
 		if err == nil {
 			w.enc, w.write = w.pq, w.writeParquet

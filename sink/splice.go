@@ -1,0 +1,225 @@
+package sink
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Row groups encoded side by side (WithEncoders). arrow-go's file writer
+// writes a file's row groups one after another, each column straight to
+// the output, so it encodes on one core. Here each row group is encoded
+// on a goroutine of its own, by arrow-go, into a Parquet file in memory
+// that holds that group alone. The groups are then spliced into the
+// output in order: each column chunk's pages are copied, and the offsets
+// in the group's metadata are moved to where the pages land. A page
+// holds no offset, so its bytes are the same wherever it lands. The
+// footer is the one arrow-go makes for the file's schema and key-value
+// metadata, with the spliced row groups.
+
+// magic begins and ends a Parquet file.
+var magic = []byte("PAR1")
+
+// splicer encodes up to encoders row groups at once and splices them
+// into the output in the order they came.
+type splicer struct {
+	encoders int
+	newFile  func(io.Writer) (*pqarrow.FileWriter, error)
+	pending  []*encodedGroup // in the order they came
+	free     []*bytes.Buffer // the files of spliced groups, for reuse
+	groups   []*metadata.FileMetaData
+	pos      int64 // bytes written to the output
+}
+
+// encodedGroup is a row group being encoded into a file of its own.
+type encodedGroup struct {
+	done chan struct{}
+	file *bytes.Buffer
+	meta *metadata.FileMetaData
+	err  error
+}
+
+func newSplicer(encoders int, newFile func(io.Writer) (*pqarrow.FileWriter, error)) *splicer {
+	return &splicer{encoders: encoders, newFile: newFile}
+}
+
+// encode starts encoding a row group with write, which reads the records
+// of hold; it takes hold. With encoders groups in flight already, it
+// first splices the oldest into out.
+func (s *splicer) encode(out io.Writer, hold []arrow.RecordBatch, write func(*pqarrow.FileWriter) error) error {
+	if len(s.pending) == s.encoders {
+		if err := s.spliceOldest(out); err != nil {
+			releaseAll(hold)
+			return err
+		}
+	}
+	g := &encodedGroup{done: make(chan struct{}), file: s.buffer()}
+	s.pending = append(s.pending, g)
+	go func() {
+		defer close(g.done)
+		defer releaseAll(hold)
+		g.meta, g.err = s.encodeFile(g.file, write)
+	}()
+	return nil
+}
+
+func (s *splicer) buffer() *bytes.Buffer {
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// encodeFile writes a Parquet file of one row group, which write writes,
+// to file, and returns its metadata.
+func (s *splicer) encodeFile(file *bytes.Buffer, write func(*pqarrow.FileWriter) error) (*metadata.FileMetaData, error) {
+	pq, err := s.newFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := write(pq); err != nil {
+		pq.Close()
+		return nil, err
+	}
+	if err := pq.Close(); err != nil {
+		return nil, err
+	}
+	return pq.FileMetadata()
+}
+
+// spliceOldest waits for the oldest group in flight and splices it into
+// out.
+func (s *splicer) spliceOldest(out io.Writer) error {
+	g := s.pending[0]
+	s.pending = s.pending[1:]
+	<-g.done
+	defer func() { s.free = append(s.free, g.file) }()
+	if g.err != nil {
+		return fmt.Errorf("row group %d: %w", len(s.groups), g.err)
+	}
+	if err := s.splice(out, g); err != nil {
+		return fmt.Errorf("row group %d: %w", len(s.groups), err)
+	}
+	s.groups = append(s.groups, g.meta)
+	return nil
+}
+
+// splice copies the pages of g's one row group to out, column by column,
+// and moves the offsets in its metadata to where they land.
+func (s *splicer) splice(out io.Writer, g *encodedGroup) error {
+	if s.pos == 0 {
+		if _, err := out.Write(magic); err != nil {
+			return err
+		}
+		s.pos = int64(len(magic))
+	}
+	file := g.file.Bytes()
+	end, err := footerStart(file)
+	if err != nil {
+		return err
+	}
+	if n := len(g.meta.RowGroups); n != 1 {
+		return fmt.Errorf("spliced file has %d row groups, want 1", n)
+	}
+	if len(s.groups) > math.MaxInt16 {
+		return fmt.Errorf("more than %d row groups", math.MaxInt16+1)
+	}
+	rg := g.meta.RowGroups[0]
+	first := s.pos
+	for i, cc := range rg.Columns {
+		md := cc.MetaData
+		// What points into the file from outside a column's pages: none
+		// of it is written (no page index, no bloom filter), and is
+		// refused rather than left pointing at the wrong bytes.
+		if cc.OffsetIndexOffset != nil || cc.ColumnIndexOffset != nil || md.BloomFilterOffset != nil || md.IndexPageOffset != nil {
+			return fmt.Errorf("column %d: an index or bloom filter, which splicing does not move", i)
+		}
+		start := md.DataPageOffset
+		if md.DictionaryPageOffset != nil {
+			start = min(start, *md.DictionaryPageOffset)
+		}
+		stop := start + md.TotalCompressedSize
+		if start < int64(len(magic)) || md.TotalCompressedSize < 0 || stop > end {
+			return fmt.Errorf("column %d: pages at [%d, %d) of a %d-byte file", i, start, stop, end)
+		}
+		if _, err := out.Write(file[start:stop]); err != nil {
+			return err
+		}
+		shift := s.pos - start
+		md.DataPageOffset += shift
+		if md.DictionaryPageOffset != nil {
+			at := *md.DictionaryPageOffset + shift
+			md.DictionaryPageOffset = &at
+		}
+		cc.FileOffset += shift
+		s.pos += stop - start
+	}
+	ordinal := int16(len(s.groups))
+	rg.FileOffset, rg.Ordinal = &first, &ordinal
+	return nil
+}
+
+// footerStart returns where the footer of the Parquet file in b begins.
+func footerStart(b []byte) (int64, error) {
+	n := len(b)
+	if n < 12 || !bytes.Equal(b[:4], magic) || !bytes.Equal(b[n-4:], magic) {
+		return 0, fmt.Errorf("spliced file of %d bytes is not a Parquet file", n)
+	}
+	footer := int64(binary.LittleEndian.Uint32(b[n-8:]))
+	if footer > int64(n-12) {
+		return 0, fmt.Errorf("spliced file of %d bytes has a %d-byte footer", n, footer)
+	}
+	return int64(n-8) - footer, nil
+}
+
+// finish splices the groups in flight and writes the footer: shell's
+// metadata (its schema and key-value metadata; shell wrote no row group)
+// with the spliced row groups.
+func (s *splicer) finish(out io.Writer, shell *pqarrow.FileWriter) error {
+	for len(s.pending) > 0 {
+		if err := s.spliceOldest(out); err != nil {
+			return err
+		}
+	}
+	if s.pos == 0 {
+		if _, err := out.Write(magic); err != nil {
+			return err
+		}
+	}
+	md, err := shell.FileMetadata()
+	if err != nil {
+		return err
+	}
+	md.RowGroups, md.NumRows = md.RowGroups[:0], 0
+	for _, g := range s.groups {
+		md.RowGroups = append(md.RowGroups, g.RowGroups[0])
+		md.NumRows += g.RowGroups[0].NumRows
+	}
+	n, err := md.WriteTo(out, nil)
+	if err != nil {
+		return err
+	}
+	if n > math.MaxUint32 {
+		return fmt.Errorf("a footer of %d bytes", n)
+	}
+	tail := binary.LittleEndian.AppendUint32(nil, uint32(n))
+	_, err = out.Write(append(tail, magic...))
+	return err
+}
+
+// wait waits for the groups in flight, which Abort discards.
+func (s *splicer) wait() {
+	for _, g := range s.pending {
+		<-g.done
+	}
+	s.pending = nil
+}
