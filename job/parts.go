@@ -47,13 +47,15 @@ type layout struct {
 }
 
 // rowGroupBytes bounds the Arrow buffers of a Parquet output's row group,
-// which the sink holds until the group is whole: the sink's default, or
-// a quarter of MaxMemory where that is less (the reader's window of an
-// input file has MaxMemory; the device's memory and the predictions in
-// flight need theirs). 0: the sink's default.
+// which the sink holds until the group is whole, and then beside the
+// group's encoded pages (about as many bytes again, at most): the sink's
+// default, or an eighth of MaxMemory where that is less, so the two stay
+// within a quarter (the reader's window of an input file has MaxMemory;
+// the device's memory and the predictions in flight need theirs). 0: the
+// sink's default.
 func rowGroupBytes(maxMemory int64) int64 {
 	if maxMemory > 0 {
-		return max(min(sink.DefaultRowGroupBytes, maxMemory/4), 1)
+		return max(min(sink.DefaultRowGroupBytes, maxMemory/8), 1)
 	}
 	return 0
 }

@@ -97,11 +97,9 @@ func rowBits(arr arrow.Array, a, b int64) int64 {
 // writeParquet writes rec into row groups of groupLimit rows, or fewer
 // where their Arrow buffers reach groupBytes first (rowBits), so the
 // groups depend on the rows alone, not on how they arrive in records. It
-// gathers a group's records (shared, not copied) and writes the group
-// whole, column after column, straight to the output: arrow-go's
-// buffered row groups instead encode every page into a growing buffer and
-// copy it out at the group's end, a quarter of a write's time. It cuts
-// rec at the groups' boundaries itself, and hands the encoder no
+// gathers a group's records (shared, not copied) and encodes the group
+// whole (splicer). It cuts rec at the groups' boundaries itself, and
+// hands the encoder no
 // fixed_size_list at an offset: arrow-go's Parquet writer (v18.8.0) writes
 // such a slice's values from its parent's first row, so every row group
 // after the first would repeat the first's tensors.
@@ -149,18 +147,7 @@ func (w *Writer) flushGroup() error {
 		return nil
 	}
 	w.wroteGroup = true
-	return w.writeRowGroup(group, func(pq *pqarrow.FileWriter) error { return writeGroup(pq, group, rows) })
-}
-
-// writeRowGroup writes a row group with write, which reads the records
-// of hold; it takes hold, and releases it once write has run: at once,
-// or on the encoder of its own the group gets (WithEncoders).
-func (w *Writer) writeRowGroup(hold []arrow.RecordBatch, write func(*pqarrow.FileWriter) error) error {
-	if w.spliced != nil {
-		return w.spliced.encode(w.out, hold, write)
-	}
-	defer releaseAll(hold)
-	return write(w.pq)
+	return w.spliced.encode(w.out, group, rows)
 }
 
 // writeGroup writes the rows of group, records of one schema, as a row
@@ -193,16 +180,13 @@ func (w *Writer) finishParquet() error {
 	if err := w.flushGroup(); err != nil {
 		return err
 	}
-	if empty := w.empty; empty != nil && !w.wroteGroup {
-		empty.Retain()
-		if err := w.writeRowGroup([]arrow.RecordBatch{empty}, func(pq *pqarrow.FileWriter) error { return pq.WriteBuffered(empty) }); err != nil {
+	if w.empty != nil && !w.wroteGroup {
+		w.empty.Retain()
+		if err := w.spliced.encode(w.out, []arrow.RecordBatch{w.empty}, 0); err != nil {
 			return err
 		}
 	}
-	if w.spliced != nil {
-		return w.spliced.finish(w.out, w.pq)
-	}
-	return nil
+	return w.spliced.finish(w.out, w.pq)
 }
 
 // releaseParquet releases the records a Parquet writer holds.

@@ -72,17 +72,17 @@ func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n
 
 // WithRowGroupBytes ends a Parquet row group before its rows' Arrow
 // buffers (values and offsets) pass n bytes, if it is not full of rows
-// first (WithRowGroupRows): at least one row a group. Values below 1 keep
-// DefaultRowGroupBytes.
+// first (WithRowGroupRows): at least one row a group. The group's encoded
+// pages, held until they are copied into the file, take about as many
+// bytes again at most. Values below 1 keep DefaultRowGroupBytes.
 func WithRowGroupBytes(n int64) Option { return func(c *config) { c.groupBytes = n } }
 
 // WithEncoders lets a Parquet writer encode up to n row groups at once,
 // each on a goroutine of its own, for a writer with cores to spare: it
 // then holds the records of up to n+1 row groups (WithRowGroupBytes each),
-// and the encoded bytes of n. The file is the one a single encoder writes,
-// less the copy of each column chunk's metadata arrow-go writes after its
-// pages (readers take the footer's). By default, and for values below 2,
-// a row group is encoded on the caller's goroutine as it fills.
+// and the encoded bytes of n. The file is the same whatever n. By
+// default, and for values below 2, a row group is encoded on the caller's
+// goroutine as it fills.
 func WithEncoders(n int) Option { return func(c *config) { c.encoders = n } }
 
 // WithOpener sets the Opener an object URL is written through (which keeps
@@ -168,17 +168,14 @@ func Create(path string, schema *arrow.Schema, opts ...Option) (*Writer, error) 
 		if props, err = parquetProps(schema, arrowProps, parquet.WithCompression(compress.Codecs.Snappy),
 			parquet.WithAllocator(c.mem), parquet.WithDictionaryDefault(false),
 			parquet.WithMaxRowGroupLength(w.groupLimit), parquet.WithDataPageSize(dataPageBytes)); err == nil {
-			newFile := func(to io.Writer) (*pqarrow.FileWriter, error) {
-				return pqarrow.NewFileWriter(schema, to, props, arrowProps)
-			}
-			if c.encoders > 1 {
-				// The file's footer comes from a file that gets no row group.
-				w.spliced = newSplicer(c.encoders, newFile)
-				w.pq, err = newFile(io.Discard)
-			} else {
-				w.pq, err = newFile(keepOpen{out})
-			}
+			// The file's footer comes from a file that gets no row group.
+			w.pq, err = pqarrow.NewFileWriter(schema, io.Discard, props, arrowProps)
 		}
+		var enc *groupEncoder
+		if err == nil {
+			enc, err = newGroupEncoder(schema, props, arrowProps, c.mem)
+		}
+		w.spliced = newSplicer(enc, c.encoders)
 		if err == nil {
 			w.enc, w.write = w.pq, w.writeParquet
 		}

@@ -12,16 +12,16 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// Row groups encoded side by side (WithEncoders). arrow-go's file writer
-// writes a file's row groups one after another, each column straight to
-// the output, so it encodes on one core. Here each row group is encoded
-// on a goroutine of its own, by arrow-go, into a Parquet file in memory
-// that holds that group alone. The groups are then spliced into the
-// output in order: each column chunk's pages are copied, and the offsets
-// in the group's metadata are moved to where the pages land. A page
-// holds no offset, so its bytes are the same wherever it lands. The
-// footer is the one arrow-go makes for the file's schema and key-value
-// metadata, with the spliced row groups.
+// Row groups encoded into memory, then spliced into the output. arrow-go's
+// file writer writes a file's row groups one after another, each column
+// straight to the output, on one core. Here each row group is encoded
+// into memory (groupEncoder), on a goroutine of its own where there are
+// encoders to spare, and the groups are spliced into the output in order:
+// each column chunk's pages are copied, and the offsets in the group's
+// metadata are moved to where the pages land. A page holds no offset, so
+// its bytes are the same wherever it lands. The footer is the one arrow-go
+// makes for the file's schema and key-value metadata, with the spliced
+// row groups.
 
 // magic begins and ends a Parquet file.
 var magic = []byte("PAR1")
@@ -29,43 +29,51 @@ var magic = []byte("PAR1")
 // splicer encodes up to encoders row groups at once and splices them
 // into the output in the order they came.
 type splicer struct {
+	enc      *groupEncoder
 	encoders int
-	newFile  func(io.Writer) (*pqarrow.FileWriter, error)
 	pending  []*encodedGroup // in the order they came
-	free     []*bytes.Buffer // the files of spliced groups, for reuse
+	free     []*bytes.Buffer // the buffers of spliced groups, for reuse
 	groups   []*metadata.FileMetaData
 	pos      int64 // bytes written to the output
 }
 
-// encodedGroup is a row group being encoded into a file of its own.
+// encodedGroup is a row group encoded into memory: metadata of one row
+// group whose column i's offsets are into srcs[i].
 type encodedGroup struct {
 	done chan struct{}
-	file *bytes.Buffer
+	bufs [2]*bytes.Buffer
 	meta *metadata.FileMetaData
+	srcs [][]byte
 	err  error
 }
 
-func newSplicer(encoders int, newFile func(io.Writer) (*pqarrow.FileWriter, error)) *splicer {
-	return &splicer{encoders: encoders, newFile: newFile}
+func newSplicer(enc *groupEncoder, encoders int) *splicer {
+	return &splicer{enc: enc, encoders: max(encoders, 1)}
 }
 
-// encode starts encoding a row group with write, which reads the records
-// of hold; it takes hold. With encoders groups in flight already, it
-// first splices the oldest into out.
-func (s *splicer) encode(out io.Writer, hold []arrow.RecordBatch, write func(*pqarrow.FileWriter) error) error {
+// encode encodes group, records of rows rows in all, as a row group; it
+// takes group. With one encoder it splices the group into out at once;
+// with more, it encodes it on a goroutine of its own, first splicing the
+// oldest group in flight if encoders are.
+func (s *splicer) encode(out io.Writer, group []arrow.RecordBatch, rows int64) error {
 	if len(s.pending) == s.encoders {
 		if err := s.spliceOldest(out); err != nil {
-			releaseAll(hold)
+			releaseAll(group)
 			return err
 		}
 	}
-	g := &encodedGroup{done: make(chan struct{}), file: s.buffer()}
+	g := &encodedGroup{done: make(chan struct{}), bufs: [2]*bytes.Buffer{s.buffer(), s.buffer()}}
 	s.pending = append(s.pending, g)
-	go func() {
+	run := func() {
 		defer close(g.done)
-		defer releaseAll(hold)
-		g.meta, g.err = s.encodeFile(g.file, write)
-	}()
+		defer releaseAll(group)
+		g.meta, g.srcs, g.err = s.enc.encode(group, rows, g.bufs[0], g.bufs[1])
+	}
+	if s.encoders == 1 {
+		run()
+		return s.spliceOldest(out)
+	}
+	go run()
 	return nil
 }
 
@@ -79,30 +87,13 @@ func (s *splicer) buffer() *bytes.Buffer {
 	return new(bytes.Buffer)
 }
 
-// encodeFile writes a Parquet file of one row group, which write writes,
-// to file, and returns its metadata.
-func (s *splicer) encodeFile(file *bytes.Buffer, write func(*pqarrow.FileWriter) error) (*metadata.FileMetaData, error) {
-	pq, err := s.newFile(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := write(pq); err != nil {
-		pq.Close()
-		return nil, err
-	}
-	if err := pq.Close(); err != nil {
-		return nil, err
-	}
-	return pq.FileMetadata()
-}
-
 // spliceOldest waits for the oldest group in flight and splices it into
 // out.
 func (s *splicer) spliceOldest(out io.Writer) error {
 	g := s.pending[0]
 	s.pending = s.pending[1:]
 	<-g.done
-	defer func() { s.free = append(s.free, g.file) }()
+	defer func() { s.free = append(s.free, g.bufs[:]...) }()
 	if g.err != nil {
 		return fmt.Errorf("row group %d: %w", len(s.groups), g.err)
 	}
@@ -122,18 +113,16 @@ func (s *splicer) splice(out io.Writer, g *encodedGroup) error {
 		}
 		s.pos = int64(len(magic))
 	}
-	file := g.file.Bytes()
-	end, err := footerStart(file)
-	if err != nil {
-		return err
-	}
 	if n := len(g.meta.RowGroups); n != 1 {
-		return fmt.Errorf("spliced file has %d row groups, want 1", n)
+		return fmt.Errorf("an encoded group of %d row groups, want 1", n)
 	}
 	if len(s.groups) > math.MaxInt16 {
 		return fmt.Errorf("more than %d row groups", math.MaxInt16+1)
 	}
 	rg := g.meta.RowGroups[0]
+	if len(rg.Columns) != len(g.srcs) {
+		return fmt.Errorf("%d column chunks, %d sources", len(rg.Columns), len(g.srcs))
+	}
 	first := s.pos
 	for i, cc := range rg.Columns {
 		md := cc.MetaData
@@ -148,10 +137,11 @@ func (s *splicer) splice(out io.Writer, g *encodedGroup) error {
 			start = min(start, *md.DictionaryPageOffset)
 		}
 		stop := start + md.TotalCompressedSize
-		if start < int64(len(magic)) || md.TotalCompressedSize < 0 || stop > end {
-			return fmt.Errorf("column %d: pages at [%d, %d) of a %d-byte file", i, start, stop, end)
+		src := g.srcs[i]
+		if start < 0 || md.TotalCompressedSize < 0 || stop > int64(len(src)) {
+			return fmt.Errorf("column %d: pages at [%d, %d) of %d bytes", i, start, stop, len(src))
 		}
-		if _, err := out.Write(file[start:stop]); err != nil {
+		if _, err := out.Write(src[start:stop]); err != nil {
 			return err
 		}
 		shift := s.pos - start
