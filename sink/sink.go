@@ -78,11 +78,12 @@ func WithRowGroupRows(n int64) Option { return func(c *config) { c.groupRows = n
 func WithRowGroupBytes(n int64) Option { return func(c *config) { c.groupBytes = n } }
 
 // WithEncoders lets a Parquet writer encode up to n row groups at once,
-// each on a goroutine of its own, for a writer with cores to spare: it
-// then holds the records of up to n+1 row groups (WithRowGroupBytes each),
-// and the encoded bytes of n. The file is the same whatever n. By
-// default, and for values below 2, a row group is encoded on the caller's
-// goroutine as it fills.
+// each on a goroutine of its own, while the caller gathers the next: for
+// a caller that must not stop for a group's encoding (one encoder), or a
+// writer with cores to spare (more). It then holds the records of up to
+// n+1 row groups (WithRowGroupBytes each) and the encoded bytes of n. The
+// file is the same whatever n. By default (0) a row group is encoded on
+// the caller's goroutine as it fills.
 func WithEncoders(n int) Option { return func(c *config) { c.encoders = n } }
 
 // WithOpener sets the Opener an object URL is written through (which keeps

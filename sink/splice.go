@@ -26,8 +26,9 @@ import (
 // magic begins and ends a Parquet file.
 var magic = []byte("PAR1")
 
-// splicer encodes up to encoders row groups at once and splices them
-// into the output in the order they came.
+// splicer encodes up to encoders row groups at once beside its caller
+// (none: on its caller's goroutine) and splices them into the output in
+// the order they came.
 type splicer struct {
 	enc      *groupEncoder
 	encoders int
@@ -48,15 +49,15 @@ type encodedGroup struct {
 }
 
 func newSplicer(enc *groupEncoder, encoders int) *splicer {
-	return &splicer{enc: enc, encoders: max(encoders, 1)}
+	return &splicer{enc: enc, encoders: max(encoders, 0)}
 }
 
 // encode encodes group, records of rows rows in all, as a row group; it
-// takes group. With one encoder it splices the group into out at once;
-// with more, it encodes it on a goroutine of its own, first splicing the
-// oldest group in flight if encoders are.
+// takes group. With no encoder it encodes the group and splices it into
+// out at once; with encoders, it encodes it on a goroutine of its own,
+// first splicing the oldest group in flight if encoders are.
 func (s *splicer) encode(out io.Writer, group []arrow.RecordBatch, rows int64) error {
-	if len(s.pending) == s.encoders {
+	if len(s.pending) > 0 && len(s.pending) >= s.encoders {
 		if err := s.spliceOldest(out); err != nil {
 			releaseAll(group)
 			return err
@@ -69,7 +70,7 @@ func (s *splicer) encode(out io.Writer, group []arrow.RecordBatch, rows int64) e
 		defer releaseAll(group)
 		g.meta, g.srcs, g.err = s.enc.encode(group, rows, g.bufs[0], g.bufs[1])
 	}
-	if s.encoders == 1 {
+	if s.encoders == 0 {
 		run()
 		return s.spliceOldest(out)
 	}
