@@ -40,8 +40,9 @@ type tensorColumn struct {
 // tensorColumnOf returns the tensor column field f of the file is, or nil
 // where arrow-go encodes it: a fixed_size_list of 4- or 8-byte floats or
 // integers at the top level, one leaf, written as arrow-go would write
-// it with props (data pages v1, PLAIN, no dictionary, statistics or page
-// index), on a little-endian machine (Parquet's byte order is Arrow's).
+// it with props (data pages v1, PLAIN, no dictionary, statistics, page
+// index, bloom filter or encryption), on a little-endian machine
+// (Parquet's byte order is Arrow's).
 func tensorColumnOf(f arrow.Field, leaves []*schema.Column, props *parquet.WriterProperties) *tensorColumn {
 	t, ok := f.Type.(*arrow.FixedSizeListType)
 	if !ok || len(leaves) != 1 || t.Len() < 1 {
@@ -61,6 +62,7 @@ func tensorColumnOf(f arrow.Field, leaves []*schema.Column, props *parquet.Write
 	if int64(t.Len())*int64(size) > 1<<30 || leaf.MaxRepetitionLevel() != 1 ||
 		props.DataPageVersion() != parquet.DataPageV1 || props.EncodingFor(path) != parquet.Encodings.Plain ||
 		props.DictionaryEnabledFor(path) || props.StatisticsEnabledFor(path) || props.PageIndexEnabledFor(path) ||
+		props.BloomFilterEnabledFor(path) || props.FileEncryptionProperties() != nil ||
 		binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		return nil
 	}
