@@ -115,7 +115,7 @@ type Writer struct {
 	// and the rows a group holds; an empty record, if one came first;
 	// whether a group was written.
 	pq                    *pqarrow.FileWriter
-	spliced               *splicer // with WithEncoders
+	spliced               *splicer // encodes and places the row groups
 	group                 []arrow.RecordBatch
 	inGroup, groupLimit   int64
 	groupBits, groupBytes int64 // the group's bits so far (rowBits), and its ceiling in bytes
