@@ -1,6 +1,7 @@
 package fileset
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -62,17 +63,127 @@ func levelBits(max int16) int { return bits.Len16(uint16(max)) }
 // repetitionPattern reports whether count repetition levels (bit width 1,
 // a list's) are rows of width levels each: 0, then width-1 ones.
 func repetitionPattern(data []byte, count, width int) bool {
+	return newRowRepetitions(width).match(data, count)
+}
+
+// rowRepetitions checks repetition levels against rows of width levels.
+// Made once for a width, it checks a page's levels a slice of bytes at
+// once, against the pattern's bytes laid out beforehand: byte by byte,
+// this check cost as much as decompressing the page.
+type rowRepetitions struct {
+	width int
+	// stream is the pattern's levels from a row's start, one bit each:
+	// period bytes, then tileBytes more. Nil for rows wider than
+	// maxTiledWidth, which are checked byte by byte.
+	stream []byte
+	period int    // bytes after which the pattern's bytes repeat
+	step   int    // 8/gcd(width, 8): a byte's levels, in units of the gcd
+	inv    int    // the inverse of step modulo period
+	narrow []byte // for rows of fewer than 8 levels: the byte from each level
+	// runs is tileRows rows as two runs of repeats each: a zero, then
+	// width-1 ones, the way writers encode wide rows (the sink does from
+	// 16 values a row).
+	runs    []byte
+	rowRuns int // the bytes of a row's runs
+}
+
+const (
+	tileRows      = 64      // rows of runs compared at once
+	tileBytes     = 64      // bytes of bit-packed levels compared at once
+	maxTiledWidth = 1 << 16 // the widest rows whose pattern is laid out
+)
+
+func newRowRepetitions(width int) *rowRepetitions {
+	r := &rowRepetitions{width: width}
+	if width < 8 {
+		r.narrow = make([]byte, width)
+		for j := range width {
+			for i := range 8 {
+				if (j+i)%width != 0 {
+					r.narrow[j] |= 1 << i
+				}
+			}
+		}
+	}
+	if width <= maxTiledWidth {
+		d := gcd(width, 8)
+		r.period, r.step = width/d, 8/d
+		bits := 8 * (r.period + tileBytes)
+		r.stream = bytes.Repeat([]byte{0xff}, bits/8)
+		for t := 0; t < bits; t += width {
+			r.stream[t/8] &^= 1 << (t % 8)
+		}
+		for r.inv = 0; r.period > 1 && r.step*r.inv%r.period != 1; r.inv++ {
+		}
+	}
+	if width > 1 {
+		row := binary.AppendUvarint([]byte{2, 0}, uint64(width-1)<<1)
+		row = append(row, 1)
+		r.runs, r.rowRuns = bytes.Repeat(row, tileRows), len(row)
+	}
+	return r
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// from returns the byte of r.stream whose first level is at j within a
+// row, or -1 if none is.
+func (r *rowRepetitions) from(j int) int {
+	if r.stream == nil {
+		return -1
+	}
+	d := 8 / r.step
+	if j%d != 0 {
+		return -1
+	}
+	// 8g ≡ j (mod width) is step·g ≡ j/d (mod period).
+	return j / d * r.inv % r.period
+}
+
+// byteAt is the byte of 8 levels from the level at j within a row.
+func (r *rowRepetitions) byteAt(j int) byte {
+	if r.narrow != nil {
+		return r.narrow[j]
+	}
+	// A row of 8 levels or more: at most one of the 8 starts a row.
+	b := byte(0xff)
+	if j == 0 {
+		b &^= 1
+	} else if k := r.width - j; k < 8 {
+		b &^= 1 << k
+	}
+	return b
+}
+
+// matchRuns reports whether data is rows of levels written as r.runs
+// are: the same bytes, so the same levels.
+func (r *rowRepetitions) matchRuns(data []byte, rows int) bool {
+	if r.rowRuns == 0 || len(data) != rows*r.rowRuns {
+		return false
+	}
+	for len(data) > 0 {
+		n := min(len(data), len(r.runs))
+		if string(data[:n]) != string(r.runs[:n]) {
+			return false
+		}
+		data = data[n:]
+	}
+	return true
+}
+
+// match reports whether count levels in data are rows of r.width levels.
+func (r *rowRepetitions) match(data []byte, count int) bool {
+	width := r.width
 	if count%width != 0 {
 		return false
 	}
-	// want[j] is the byte of 8 levels from a level at j mod width.
-	want := make([]byte, width)
-	for j := range width {
-		for b := range 8 {
-			if (j+b)%width != 0 {
-				want[j] |= 1 << b
-			}
-		}
+	if r.matchRuns(data, count/width) {
+		return true
 	}
 	return hybridRuns(data, 1, count, func(at int, v uint64, n int) bool {
 		first := at % width
@@ -84,16 +195,32 @@ func repetitionPattern(data []byte, count, width int) bool {
 		}
 		return false
 	}, func(at int, b []byte, n int) bool {
-		for g := 0; g*8 < n; g++ {
-			w := want[(at+g*8)%width]
-			if left := n - g*8; left < 8 {
-				mask := byte(1)<<left - 1
-				if b[g]&mask != w&mask {
+		full := n / 8
+		j := at % width
+		if g := r.from(j); g >= 0 {
+			for k := 0; k < full; {
+				c := min(tileBytes, full-k)
+				if string(b[k:k+c]) != string(r.stream[g:g+c]) {
 					return false
 				}
-			} else if b[g] != w {
-				return false
+				k += c
+				g = (g + c) % r.period
 			}
+			j = (j + 8*full) % width
+		} else {
+			// Rows too wide to lay out, or a run starting where no byte
+			// of the pattern does (after a run of repeats of odd length):
+			// byte by byte.
+			for _, got := range b[:full] {
+				if got != r.byteAt(j) {
+					return false
+				}
+				j = (j + 8) % width
+			}
+		}
+		if left := n - full*8; left > 0 {
+			mask := byte(1)<<left - 1
+			return b[full]&mask == r.byteAt(j)&mask
 		}
 		return true
 	})

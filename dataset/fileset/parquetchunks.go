@@ -252,8 +252,10 @@ func (t *tensorColumn) uniformPage(pg file.Page) ([]byte, bool) {
 	default:
 		return nil, false
 	}
-	k := int(t.width)
-	if count == 0 || len(data) != count*arrow.Float32SizeBytes || !repetitionPattern(rep, count, k) ||
+	if k := int(t.width); t.reps == nil || t.reps.width != k {
+		t.reps = newRowRepetitions(k)
+	}
+	if count == 0 || len(data) != count*arrow.Float32SizeBytes || !t.reps.match(rep, count) ||
 		!definitionPattern(def, levelBits(t.valueDef), count, t.valueDef) {
 		return nil, false
 	}

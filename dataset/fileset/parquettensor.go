@@ -51,10 +51,11 @@ type tensorColumn struct {
 	// every other chunk, is read by arrow-go's column reader, cr.
 	pages    file.PageReader
 	pageVals []byte
-	holdLast bool        // the page is a version 1 page: its last row may go on in the next
-	held     []byte      // a version 1 page's last row, until the next page starts a row
-	width    int64       // the values a row of the chunk holds if its rows are alike
-	counts   *pageCounts // tests' count of them, or nil
+	holdLast bool            // the page is a version 1 page: its last row may go on in the next
+	held     []byte          // a version 1 page's last row, until the next page starts a row
+	width    int64           // the values a row of the chunk holds if its rows are alike
+	reps     *rowRepetitions // checks pages' repetition levels for rows of width
+	counts   *pageCounts     // tests' count of them, or nil
 	cr       *file.Float32ColumnChunkReader
 	row      int64 // file row of the next row to yield
 	carry    levels
