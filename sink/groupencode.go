@@ -69,16 +69,19 @@ func column(group []arrow.RecordBatch, f int) []arrow.Array {
 // offsets are into.
 func (e *groupEncoder) encode(group []arrow.RecordBatch, rows int64, file, tensors *bytes.Buffer) (*metadata.FileMetaData, [][]byte, error) {
 	fast := make([]bool, len(e.tensors))
-	var rest []int
+	var rest, fastFields []int
 	for f, t := range e.tensors {
 		fast[f] = t != nil && rows > 0 && holdsNoNull(column(group, f))
-		if !fast[f] {
+		if fast[f] {
+			fastFields = append(fastFields, f)
+		} else {
 			rest = append(rest, f)
 		}
 	}
 	srcs := make([][]byte, e.pq.NumColumns())
 	var sub *metadata.FileMetaData
 	if len(rest) > 0 {
+		file.Grow(encodedBound(group, rest))
 		var err error
 		if sub, err = e.encodeFields(file, group, rows, rest); err != nil {
 			return nil, nil, err
@@ -97,6 +100,7 @@ func (e *groupEncoder) encode(group []arrow.RecordBatch, rows int64, file, tenso
 			return sub, srcs, nil
 		}
 	}
+	tensors.Grow(encodedBound(group, fastFields))
 	// The group's metadata: arrow-go's column chunks copied, the tensor
 	// columns' finished by their page writers.
 	fmb := metadata.NewFileMetadataBuilder(e.pq, e.props, nil)
@@ -126,6 +130,21 @@ func (e *groupEncoder) encode(group []arrow.RecordBatch, rows int64, file, tenso
 	}
 	md, err := fmb.Finish()
 	return md, srcs, err
+}
+
+// encodedBound is about the most bytes fields fs of group take encoded:
+// their Arrow bytes and an eighth, for levels, page headers and what
+// compression adds to incompressible values. A buffer made this size at
+// once is not grown, and copied, a doubling at a time; the first group of
+// every file paid that, and a job's parts are files of a group or two.
+func encodedBound(group []arrow.RecordBatch, fs []int) int {
+	var bits int64
+	for _, r := range group {
+		for _, f := range fs {
+			bits += rowBits(r.Column(f), 0, r.NumRows())
+		}
+	}
+	return int(bits/8+bits/64) + 4096
 }
 
 // encodeFields writes the fields fs of group as a Parquet file of one row
