@@ -117,9 +117,10 @@ type Config struct {
 	Pinned map[string]storage.Info
 
 	// MaxMemory bounds what the reader of one input file may hold at once
-	// (fileset.WithMaxMemory); 0 derives it from the file's size. A
-	// quarter of it, where that is under the sink's 64 MiB, bounds what a
-	// Parquet output's row group holds before it is written.
+	// (fileset.WithMaxMemory); 0 derives it from the file's size. An
+	// eighth of it, where that is under the sink's 64 MiB, bounds what a
+	// Parquet output's row group holds before it is written, and as much
+	// again the predictions queued for the output while it writes.
 	MaxMemory int64
 
 	// Predict holds further Predictor options (replicas, sessions). The

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
 	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/aztest"
@@ -27,6 +28,7 @@ import (
 	"github.com/drainpipe/drainpipe/internal/gcstest"
 	"github.com/drainpipe/drainpipe/internal/s3test"
 	"github.com/drainpipe/drainpipe/job"
+	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/storage"
 )
 
@@ -309,15 +311,14 @@ func TestObjectStorageInputChangesUnderTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(mem, input, t.TempDir()+"/out/", m)
-	replaced := false
-	cfg.Progress = func(done, _ int64) {
-		if done > 0 && !replaced {
-			replaced = true // while a.parquet is read, b.parquet is replaced
-			if err := objects.WriteFile(context.Background(), srv.URL("pins", "in/b.parquet"), other, true); err != nil {
-				t.Error(err)
-			}
+	// While a.parquet is read, before the first batch is predicted,
+	// b.parquet is replaced.
+	cfg.Predict = append(cfg.Predict, predict.WithHooks(predict.Hook{Before: func(_ context.Context, b device.Batch) error {
+		if b.Index == 0 {
+			return objects.WriteFile(context.Background(), srv.URL("pins", "in/b.parquet"), other, true)
 		}
-	}
+		return nil
+	}}))
 	_, err = job.Run(t.Context(), cfg)
 	if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "in/b.parquet") {
 		t.Fatalf("an input replaced under the job: %v, want ErrChanged naming it", err)

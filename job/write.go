@@ -113,7 +113,7 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 	defer stop()
 	var failed error
 	// in is read once the records end, when its reader has stopped.
-	for rec, err := range records(running) {
+	for rec, err := range ahead(running, records, aheadBytes(c.MaxMemory)) {
 		if err != nil {
 			failed = err
 			continue
