@@ -59,6 +59,9 @@ func recordBits(rec arrow.RecordBatch, a, b int64) int64 {
 // the same however its rows arrive in records.
 func rowBits(arr arrow.Array, a, b int64) int64 {
 	rows := b - a
+	if rows <= 0 {
+		return 0 // an empty list array may have no offsets to read
+	}
 	switch v := arr.(type) {
 	case *array.FixedSizeList:
 		k := int64(v.DataType().(*arrow.FixedSizeListType).Len())
@@ -66,10 +69,7 @@ func rowBits(arr arrow.Array, a, b int64) int64 {
 		return rowBits(v.ListValues(), (off+a)*k, (off+b)*k)
 	case array.ListLike:
 		start, _ := v.ValueOffsets(int(a))
-		end := start
-		if rows > 0 {
-			_, end = v.ValueOffsets(int(b - 1))
-		}
+		_, end := v.ValueOffsets(int(b - 1))
 		return 32*rows + rowBits(v.ListValues(), start, end)
 	case *array.String:
 		return 32*rows + 8*int64(spanOf(v.ValueOffsets(), a, b))
