@@ -25,21 +25,22 @@ func (s *step) bisect(ctx context.Context, b device.Batch, whole error) (out, ro
 	}
 	defer real.Release()
 	var ins, outs []arrow.RecordBatch
+	var failed []failure
 	defer func() {
+		// Every path, a cancelled split's too, which may have found rows
+		// that fail alone before it ended.
 		releaseAll(ins)
 		releaseAll(outs)
+		releaseAll(failures(failed))
 	}()
-	var failed []failure
 	if err := s.split(ctx, b.Index, real, whole, &ins, &outs, &failed); err != nil {
 		return nil, nil, err
 	}
 	if len(failed) == int(real.NumRows()) {
-		releaseAll(failures(failed))
 		return nil, nil, whole
 	}
 	for _, f := range failed {
-		s.p.cfg.setAside(f.row, f.err)
-		f.row.Release()
+		s.p.cfg.setAside(f.row, f.err) // borrowed for the call
 	}
 	// Some rows succeeded, so ins and outs are not empty.
 	joined, err := concatRecords(s.p.cfg.mem, ins)
