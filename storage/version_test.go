@@ -18,7 +18,7 @@ import (
 // is checked against the pinned version, and a replaced object is
 // ErrChanged naming it.
 func TestReadsCheckTheVersionAnswered(t *testing.T) {
-	for name, srv := range map[string]*s3test.Server{"gofakes3": s3test.StartGoFakeS3(t), "minio": s3test.StartMinIO(t)} {
+	for name, srv := range map[string]*s3test.Server{"gofakes3": s3test.StartGoFakeS3(t), "versitygw": s3test.Start(t)} {
 		t.Run(name, func(t *testing.T) {
 			srv.Bucket(t, "pinned")
 			pinnedRead(t, srv.URL("pinned", "obj.bin"))

@@ -65,7 +65,7 @@ func reference(t testing.TB, file string, trunc *Truncation, decode bool, items 
 	if _, err := exec.LookPath("node"); err != nil {
 		testbin.Missing(t, "node: %v", err)
 	}
-	dir, err := testbin.NPM("tokenizers-0.23.2", rustTokenizers)
+	dir, err := testbin.NPM(t.Context(), "tokenizers-0.23.2", rustTokenizers)
 	if err != nil {
 		testbin.Missing(t, "the Rust tokenizers: %v", err)
 	}

@@ -29,7 +29,7 @@ func TestEmbeddingClients(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		testbin.Missing(t, "node: %v", err)
 	}
-	modules, err := testbin.NPM("langchain-openai-1.6.0-hf-inference-4.13.30", "@langchain/openai@1.6.0", "@huggingface/inference@4.13.30")
+	modules, err := testbin.NPM(t.Context(), "langchain-openai-1.6.0-hf-inference-4.13.30", "@langchain/openai@1.6.0", "@huggingface/inference@4.13.30")
 	if err != nil {
 		testbin.Missing(t, "the clients: %v", err)
 	}

@@ -17,6 +17,9 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
+	"github.com/drainpipe/drainpipe/internal/jaegertest"
+	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testbin"
 	"github.com/drainpipe/drainpipe/sink"
 )
 
@@ -25,6 +28,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The servers build (minutes, on a new machine) while drainpipe and
+	// the tests before the first that needs them run.
+	tests := testbin.Prepare(m, jaegertest.Build, s3test.BuildVersityGW, s3test.BuildGoFakeS3)
 	dir, err := os.MkdirTemp("", "drainpipe-cli-test-")
 	if err != nil {
 		panic(err)
@@ -34,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building drainpipe: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := tests.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -44,7 +44,7 @@ func TestOpenAIClient(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		testbin.Missing(t, "node: %v", err)
 	}
-	modules, err := testbin.NPM("openai-7.60.0", openAIClient)
+	modules, err := testbin.NPM(t.Context(), "openai-7.60.0", openAIClient)
 	if err != nil {
 		testbin.Missing(t, "the openai client: %v", err)
 	}

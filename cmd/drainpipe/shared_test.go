@@ -48,11 +48,11 @@ func sharedInputs(t *testing.T, rows int, group int64) string {
 
 var committedLine = regexp.MustCompile(`(?m)^committed (part-\S+): rows=(\d+)`)
 
-// n processes of predict --shard i/n share one folder on MinIO and on
+// n processes of predict --shard i/n share one folder on VersityGW and on
 // gofakes3: killed (kill -9) at random and started again with other n,
 // two of them given the same i at once, they leave the objects one
 // uninterrupted process writes, byte for byte, with no upload left
-// incomplete; no unit is committed twice (MinIO honours If-None-Match;
+// incomplete; no unit is committed twice (VersityGW honours If-None-Match;
 // on gofakes3 a unit two processes race for may be written twice, with
 // the same bytes).
 func TestShardedProcessesShareOneFolder(t *testing.T) {
@@ -61,8 +61,8 @@ func TestShardedProcessesShareOneFolder(t *testing.T) {
 	}
 	const rows = 60_000
 	dir := sharedInputs(t, rows, 1000)
-	for name, srv := range map[string]*s3test.Server{"minio": s3test.StartMinIO(t), "gofakes3": s3test.StartGoFakeS3(t)} {
-		t.Run(name, func(t *testing.T) { shareOneFolder(t, dir, srv, rows, name == "minio") })
+	for name, srv := range map[string]*s3test.Server{"versitygw": s3test.Start(t), "gofakes3": s3test.StartGoFakeS3(t)} {
+		t.Run(name, func(t *testing.T) { shareOneFolder(t, dir, srv, rows, name == "versitygw") })
 	}
 }
 

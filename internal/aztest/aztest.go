@@ -40,7 +40,7 @@ type Server struct {
 // it under CI).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := install()
+	bin, err := install(t.Context())
 	if err != nil {
 		testbin.Missing(t, "aztest: Azurite %s: %v", Version, err)
 	}
@@ -77,10 +77,17 @@ func (s *Server) URL(container, key string) string {
 	return fmt.Sprintf("azblob://%s/%s?protocol=http&domain=%s&localemu=true", container, key, s.addr)
 }
 
+// Build installs Azurite once a machine, for testbin.Prepare; Start
+// installs it too.
+func Build(ctx context.Context) error {
+	_, err := install(ctx)
+	return err
+}
+
 // install returns the path of azurite-blob, installing the package into
 // the user's cache folder if it is not there yet.
-func install() (string, error) {
-	dir, err := testbin.NPM("azurite-"+Version, "azurite@"+Version)
+func install(ctx context.Context) (string, error) {
+	dir, err := testbin.NPM(ctx, "azurite-"+Version, "azurite@"+Version)
 	if err != nil {
 		return "", err
 	}

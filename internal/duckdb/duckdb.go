@@ -7,6 +7,7 @@ package duckdb
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ func run(setup, sql string, threads, rounds int) ([][]any, float64, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, 0, fmt.Errorf("%w: node is not on the PATH", ErrUnavailable)
 	}
-	dir, err := testbin.NPM("duckdb-node-api-"+Version, "@duckdb/node-api@"+Version)
+	dir, err := testbin.NPM(context.Background(), "duckdb-node-api-"+Version, "@duckdb/node-api@"+Version)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: @duckdb/node-api %s: %v", ErrUnavailable, Version, err)
 	}

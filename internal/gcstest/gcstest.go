@@ -7,6 +7,7 @@ package gcstest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,16 @@ import (
 // Version is the fake-gcs-server release the tests run.
 const Version = "v1.56.0"
 
+// pkg is the emulator's command, as go install names it.
+const pkg = "github.com/fsouza/fake-gcs-server"
+
+// Build builds the emulator once a machine, for testbin.Prepare; Start
+// builds it too.
+func Build(ctx context.Context) error {
+	_, err := testbin.Binary(ctx, pkg, Version)
+	return err
+}
+
 // Server is a running emulator.
 type Server struct {
 	// Endpoint is its address, http://127.0.0.1:PORT.
@@ -36,7 +47,7 @@ type Server struct {
 // when it ends, and points the GCS client at it (STORAGE_EMULATOR_HOST).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := testbin.Binary("github.com/fsouza/fake-gcs-server", Version)
+	bin, err := testbin.Binary(t.Context(), pkg, Version)
 	if err != nil {
 		t.Fatalf("gcstest: %v", err)
 	}

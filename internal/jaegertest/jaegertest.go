@@ -6,6 +6,7 @@
 package jaegertest
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,16 @@ import (
 
 // Version is the Jaeger release the tests run (its v2 binary).
 const Version = "v1.75.0"
+
+// pkg is Jaeger's v2 command.
+const pkg = "github.com/jaegertracing/jaeger/cmd/jaeger"
+
+// Build builds Jaeger once a machine (a few minutes: the largest of the
+// test servers), for testbin.Prepare; Start builds it too.
+func Build(ctx context.Context) error {
+	_, err := testbin.Tool(ctx, pkg, Version)
+	return err
+}
 
 // Server is a running Jaeger.
 type Server struct {
@@ -73,7 +84,7 @@ exporters:
 // it ends.
 func Start(t testbin.T) *Server {
 	t.Helper()
-	bin, err := testbin.Tool("github.com/jaegertracing/jaeger/cmd/jaeger", Version)
+	bin, err := testbin.Tool(t.Context(), pkg, Version)
 	if err != nil {
 		t.Fatalf("jaegertest: %v", err)
 	}

@@ -8,6 +8,7 @@ package jsparquet
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,7 +77,7 @@ func Read(path, key, list string) (map[string]Digest, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, fmt.Errorf("%w: node is not on the PATH", ErrUnavailable)
 	}
-	dir, err := testbin.NPM("jsparquet-1", packages...)
+	dir, err := testbin.NPM(context.Background(), "jsparquet-1", packages...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

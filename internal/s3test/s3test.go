@@ -1,15 +1,23 @@
 // Package s3test runs real S3-compatible servers for tests, each built
-// from the Go module proxy once and kept in the user's cache folder, and
-// started on 127.0.0.1 with a free port:
+// from the Go module proxy once a machine and kept in the user's cache
+// folder, and started on 127.0.0.1 with a free port:
 //   - VersityGW (github.com/versity/versitygw, Apache-2.0) on its POSIX
-//     backend, in a temporary root folder: it honours conditional
-//     requests;
+//     backend, in a temporary root folder: it honours the conditions the
+//     project relies on — If-None-Match: * on a PUT (a unit's commit),
+//     If-Match on a GET (a pinned read) and on a DELETE — and refuses a
+//     wrong secret as AccessDenied. A minute to build.
 //   - gofakes3 (github.com/johannesboyne/gofakes3, MIT) in memory: it
-//     ignores If-Match on reads and checks no signature, as some stores
-//     and caches in front of them do;
+//     ignores If-None-Match on a PUT and If-Match on reads and deletes,
+//     and checks no signature, as some stores and caches in front of
+//     them do. Seconds to build.
 //   - MinIO (github.com/minio/minio, AGPL-3.0, run as a separate program,
 //     never linked) on one drive in a temporary folder: the most deployed
-//     S3-compatible server.
+//     S3-compatible server; it honours If-None-Match on a PUT and If-Match
+//     on a GET, ignores If-Match on a DELETE, and refuses a wrong secret
+//     as SignatureDoesNotMatch. Several minutes to build, so the core's
+//     tests, which go test ./... runs on a new machine within its
+//     timeout, test conditions on VersityGW; the Beam module's kill test
+//     runs on MinIO.
 package s3test
 
 import (
@@ -40,6 +48,28 @@ const (
 	SecretKey = "drainpipe-test-secret"
 )
 
+// The servers' commands, as go install names them.
+const (
+	versityGW = "github.com/versity/versitygw/cmd/versitygw"
+	goFakeS3  = "github.com/johannesboyne/gofakes3/cmd/gofakes3"
+	minIO     = "github.com/minio/minio"
+)
+
+// BuildVersityGW, BuildGoFakeS3 and BuildMinIO build a server once a
+// machine, for testbin.Prepare; the Start functions build it too.
+func BuildVersityGW(ctx context.Context) error { return build(ctx, versityGW, Version) }
+
+// BuildGoFakeS3 builds gofakes3 (see BuildVersityGW).
+func BuildGoFakeS3(ctx context.Context) error { return build(ctx, goFakeS3, GoFakeS3Version) }
+
+// BuildMinIO builds MinIO (see BuildVersityGW).
+func BuildMinIO(ctx context.Context) error { return build(ctx, minIO, MinIOVersion) }
+
+func build(ctx context.Context, pkg, version string) error {
+	_, err := testbin.Binary(ctx, pkg, version)
+	return err
+}
+
 // Server is a running S3 server.
 type Server struct {
 	// Endpoint is its address, http://127.0.0.1:PORT.
@@ -61,7 +91,7 @@ func (s *Server) CPU() time.Duration { return testbin.CPU(s.proc) }
 func Start(t testbin.T) *Server {
 	t.Helper()
 	root, meta := t.TempDir(), t.TempDir()
-	srv := start(t, "github.com/versity/versitygw/cmd/versitygw", Version, func(addr string) []string {
+	srv := start(t, versityGW, Version, func(addr string) []string {
 		return []string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", "--sidecar", meta, root}
 	})
 	srv.Root = root
@@ -73,7 +103,7 @@ func Start(t testbin.T) *Server {
 // credential and region variables for it.
 func start(t testbin.T, pkg, version string, args func(addr string) []string) *Server {
 	t.Helper()
-	bin, err := testbin.Binary(pkg, version)
+	bin, err := testbin.Binary(t.Context(), pkg, version)
 	if err != nil {
 		t.Fatalf("s3test: %v", err)
 	}
@@ -93,7 +123,7 @@ const GoFakeS3Version = "v1.2.0"
 // none). Its Root is empty: its objects are reached through S3 alone.
 func StartGoFakeS3(t testbin.T) *Server {
 	t.Helper()
-	return start(t, "github.com/johannesboyne/gofakes3/cmd/gofakes3", GoFakeS3Version, func(addr string) []string {
+	return start(t, goFakeS3, GoFakeS3Version, func(addr string) []string {
 		return []string{"-backend", "memory", "-autobucket", "-quiet", "-host", addr}
 	})
 }
@@ -113,7 +143,7 @@ func StartMinIO(t testbin.T) *Server {
 	t.Setenv("MINIO_BROWSER", "off")
 	t.Setenv("MINIO_UPDATE", "off")
 	data := t.TempDir()
-	srv := start(t, "github.com/minio/minio", MinIOVersion, func(addr string) []string {
+	srv := start(t, minIO, MinIOVersion, func(addr string) []string {
 		return []string{"server", "--address", addr, "--console-address", "127.0.0.1:0", "--quiet", data}
 	})
 	srv.makeBucket = func(t testbin.T, name string) {
