@@ -28,16 +28,17 @@ type Code int
 
 // The failure classes.
 const (
-	CodeInvalid     Code = iota // 400, INVALID_ARGUMENT: a request that can never succeed
-	CodeNotFound                // 404, NOT_FOUND: no such model or version
-	CodeTooLarge                // 413, RESOURCE_EXHAUSTED: over the request size bound
-	CodeOverloaded              // 429, RESOURCE_EXHAUSTED: the queue is full; retry later
-	CodeCanceled                // 499, CANCELLED: the client went away
-	CodeInternal                // 500, INTERNAL: the device failed
-	CodeUnavailable             // 503, UNAVAILABLE: starting or shutting down
-	CodeDeadline                // 504, DEADLINE_EXCEEDED: the deadline passed first
-	CodeMethod                  // 405: the endpoint takes another method (REST only)
-	CodeSlowBody                // 408, DEADLINE_EXCEEDED: the body did not arrive in time
+	CodeInvalid         Code = iota // 400, INVALID_ARGUMENT: a request that can never succeed
+	CodeNotFound                    // 404, NOT_FOUND: no such model or version
+	CodeTooLarge                    // 413, RESOURCE_EXHAUSTED: over the request size bound
+	CodeOverloaded                  // 429, RESOURCE_EXHAUSTED: the queue is full; retry later
+	CodeCanceled                    // 499, CANCELLED: the client went away
+	CodeInternal                    // 500, INTERNAL: the device failed
+	CodeUnavailable                 // 503, UNAVAILABLE: starting or shutting down
+	CodeDeadline                    // 504, DEADLINE_EXCEEDED: the deadline passed first
+	CodeMethod                      // 405: the endpoint takes another method (REST only)
+	CodeSlowBody                    // 408, DEADLINE_EXCEEDED: the body did not arrive in time
+	CodeUnauthenticated             // 401, UNAUTHENTICATED: no API key, or not one of the server's
 )
 
 // Error is a failed request: its class and cause.

@@ -28,6 +28,8 @@ var grpcCode = map[Code]codes.Code{
 	CodeDeadline:    codes.DeadlineExceeded,
 	CodeMethod:      codes.Unimplemented,
 	CodeSlowBody:    codes.DeadlineExceeded,
+
+	CodeUnauthenticated: codes.Unauthenticated,
 }
 
 func grpcError(err error) error { return status.Error(grpcCode[codeOf(err)], err.Error()) }

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -166,33 +164,6 @@ func shorten(v []float32, d int) []float32 {
 	return out
 }
 
-// authorized reports whether r carries one of the server's API keys as
-// its bearer token (any request, when it has none), comparing in
-// constant time.
-func (s *Server) authorized(r *http.Request) bool {
-	if len(s.cfg.apiKeys) == 0 {
-		return true
-	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	found := 0
-	for _, k := range s.cfg.apiKeys {
-		found |= subtle.ConstantTimeCompare([]byte(token), k)
-	}
-	return ok && found == 1
-}
-
-// withKey answers 401, in OpenAI's shape, a request without a key.
-func (s *Server) withKey(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
-				"message": "no API key, or not one of the server's: send Authorization: Bearer KEY", "type": "invalid_request_error", "param": nil, "code": "invalid_api_key"}})
-			return
-		}
-		h(w, r)
-	}
-}
-
 func base64Floats(v []float32) string {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
@@ -314,6 +285,8 @@ func writeOpenAIError(w http.ResponseWriter, err error) int {
 	switch code {
 	case CodeNotFound:
 		name = "model_not_found"
+	case CodeUnauthenticated:
+		name = "invalid_api_key"
 	case CodeOverloaded:
 		kind = "rate_limit_error"
 	case CodeInternal, CodeUnavailable, CodeDeadline, CodeCanceled:

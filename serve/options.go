@@ -24,6 +24,8 @@ type config struct {
 	maxConns      int
 	exitOnError   bool
 	apiKeys       [][]byte
+	apiKeyFile    string
+	metricsPublic bool
 	tracing       trace.TracerProvider
 }
 
@@ -91,9 +93,14 @@ func WithServerVersion(name, version string) Option {
 	return func(c *config) { c.name, c.version = name, version }
 }
 
-// WithAPIKeys makes the OpenAI-style endpoints (/v1/...) take only
-// requests that bear one of the keys (Authorization: Bearer KEY),
-// compared in constant time. The default takes every request.
+// WithAPIKeys makes every endpoint of every protocol — REST and gRPC,
+// inference, metadata, the repository, /metrics — take only requests that
+// bear one of the keys (Authorization: Bearer KEY, as HTTP header or gRPC
+// metadata), compared in constant time; the liveness and readiness
+// probes (REST's /v2/health/*, gRPC's health service) answer without one.
+// A refusal is 401 (UNAUTHENTICATED) in the protocol's error shape,
+// counted in drainpipe_auth_failures_total and never logged with what
+// was sent. The default takes every request.
 func WithAPIKeys(keys ...string) Option {
 	return func(c *config) {
 		for _, k := range keys {
@@ -101,3 +108,14 @@ func WithAPIKeys(keys ...string) Option {
 		}
 	}
 }
+
+// WithAPIKeyFile is WithAPIKeys with the keys of a file, a key a line,
+// read again when the file changes (looked at once a second at most), so
+// keys rotate without a restart. The file must hold a key when the server
+// is made; a later version that cannot be read or holds none leaves the
+// keys read before in force.
+func WithAPIKeyFile(path string) Option { return func(c *config) { c.apiKeyFile = path } }
+
+// WithMetricsPublic serves /metrics without the API key (a scraper that
+// carries none). The default asks for it when the server has keys.
+func WithMetricsPublic(on bool) Option { return func(c *config) { c.metricsPublic = on } }

@@ -31,11 +31,34 @@ var httpStatus = map[Code]int{
 	CodeDeadline:    http.StatusGatewayTimeout,
 	CodeMethod:      http.StatusMethodNotAllowed,
 	CodeSlowBody:    http.StatusRequestTimeout,
+
+	CodeUnauthenticated: http.StatusUnauthorized,
 }
 
-// Handler returns the REST endpoints of the protocol and /metrics.
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+// Handler returns the REST endpoints of every protocol and /metrics,
+// behind the API key when the server has one.
+func (s *Server) Handler() http.Handler { return s.guard(s.routes()) }
+
+// router is a ServeMux that keeps the patterns it was given, so that a
+// test can call every route there is.
+type router struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (r *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	r.patterns = append(r.patterns, pattern)
+	r.ServeMux.HandleFunc(pattern, h)
+}
+
+func (r *router) Handle(pattern string, h http.Handler) {
+	r.patterns = append(r.patterns, pattern)
+	r.ServeMux.Handle(pattern, h)
+}
+
+// routes returns the REST endpoints, unguarded.
+func (s *Server) routes() *router {
+	mux := &router{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /v2", s.restServerMetadata)
 	mux.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
@@ -56,13 +79,13 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v2/repository/models/{name}/load", s.restRepositoryLoad)
 		mux.HandleFunc("POST /v2/repository/models/{name}/unload", s.restRepositoryUnload)
 	}
-	mux.HandleFunc("POST /v1/embeddings", s.withKey(s.openAIEmbeddings))
-	mux.HandleFunc("GET /v1/models", s.withKey(s.openAIModels))
-	mux.HandleFunc("GET /v1/models/{model}", s.withKey(s.openAIModels))
+	mux.HandleFunc("POST /v1/embeddings", s.openAIEmbeddings)
+	mux.HandleFunc("GET /v1/models", s.openAIModels)
+	mux.HandleFunc("GET /v1/models/{model}", s.openAIModels)
 	s.teiRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.registry, promhttp.HandlerOpts{Registry: s.cfg.registry}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if allow := allowed(mux, r); len(allow) > 0 {
+		if allow := allowed(mux.ServeMux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeError(w, &Error{Code: CodeMethod, Err: fmt.Errorf("%s %s: the endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
 			return

@@ -40,6 +40,7 @@ type Server struct {
 	served  map[string]bool // the names of specs, for metric labels
 	cfg     config
 	metrics *metrics
+	keys    *keyring // nil: every request is taken
 
 	reg      registry
 	retiring sync.WaitGroup // models taken out, closing once their requests are done
@@ -91,6 +92,9 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	srv.metrics = met
+	if srv.keys, err = newKeyring(cfg.apiKeys, cfg.apiKeyFile, cfg.registry); err != nil {
+		return nil, err
+	}
 	if cfg.repository != nil {
 		srv.repo = newRepository(*cfg.repository, srv)
 	}
@@ -165,26 +169,7 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 		log.Info("listening", "protocol", "http", "addr", httpLn.Addr().String())
 	}
 	if grpcLn != nil {
-		service := &grpcService{s: s}
-		opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
-			grpc.NumStreamWorkers(grpcWorkers), grpc.ChainStreamInterceptor(s.endWatches),
-			grpc.MaxHeaderListSize(maxMetadataBytes),
-			// A connection with no call for a while is closed; a client's
-			// pings are taken (without a call too) at most this often.
-			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdle}),
-			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-			grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
-		if s.cfg.tracing != nil {
-			opts = append(opts, grpc.StatsHandler(s.grpcTracing()))
-		}
-		if s.cfg.tls != nil {
-			opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
-		}
-		grpcSrv = grpc.NewServer(opts...)
-		pb.RegisterGRPCInferenceServiceServer(grpcSrv, service)
-		// What Kubernetes' gRPC probes and grpcurl ask for.
-		healthpb.RegisterHealthServer(grpcSrv, s.health)
-		reflection.Register(grpcSrv)
+		grpcSrv = s.grpcServer()
 		serving.Go(func() {
 			if err := grpcSrv.Serve(grpcLn); err != nil {
 				errc <- fmt.Errorf("serve: grpc: %w", err)
@@ -233,6 +218,35 @@ func (s *Server) Run(ctx context.Context, httpLn, grpcLn net.Listener) error {
 	}
 	log.Info("stopped")
 	return errors.Join(startErr, runErr, closeErr)
+}
+
+// grpcServer returns the gRPC server of the protocol, with grpc.health.v1
+// and reflection beside it.
+func (s *Server) grpcServer() *grpc.Server {
+	service := &grpcService{s: s}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(s.cfg.maxBody)), grpc.MaxSendMsgSize(int(s.cfg.maxBody)),
+		grpc.NumStreamWorkers(grpcWorkers), grpc.ChainStreamInterceptor(s.endWatches),
+		grpc.MaxHeaderListSize(maxMetadataBytes),
+		// A connection with no call for a while is closed; a client's
+		// pings are taken (without a call too) at most this often.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdle}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
+	if s.cfg.tracing != nil {
+		opts = append(opts, grpc.StatsHandler(s.grpcTracing()))
+	}
+	if s.keys != nil {
+		opts = append(opts, grpc.InTapHandle(s.grpcGuard))
+	}
+	if s.cfg.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.tls)))
+	}
+	srv := grpc.NewServer(opts...)
+	pb.RegisterGRPCInferenceServiceServer(srv, service)
+	// What Kubernetes' gRPC probes and grpcurl ask for.
+	healthpb.RegisterHealthServer(srv, s.health)
+	reflection.Register(srv)
+	return srv
 }
 
 // endWatches gives a health Watch stream a context that ends when the

@@ -70,25 +70,27 @@ func writeTEIError(w http.ResponseWriter, err error) int {
 		status, kind = http.StatusFailedDependency, "Backend"
 	case codeOf(err) == CodeUnavailable:
 		kind = "Unhealthy"
+	case codeOf(err) == CodeUnauthenticated:
+		kind = "Unauthorized"
 	}
 	writeJSON(w, status, teiError{Error: err.Error(), ErrorType: kind})
 	return status
 }
 
 // teiRoutes adds the endpoints, at the root and under /tei/{model}.
-func (s *Server) teiRoutes(mux *http.ServeMux) {
+func (s *Server) teiRoutes(mux *router) {
 	for path, h := range map[string]func(http.ResponseWriter, *http.Request, *model) (int, error){
 		"POST /embed": s.teiEmbed, "POST /rerank": s.teiRerank, "POST /predict": s.teiPredict,
 		"POST /tokenize": s.teiTokenize, "GET /info": s.teiInfo,
 	} {
-		handler := s.withKey(s.tei(h))
+		handler := s.tei(h)
 		method, rest, _ := bytes.Cut([]byte(path), []byte(" "))
 		mux.HandleFunc(path, handler)
 		mux.HandleFunc(string(method)+" /tei/{model}"+string(rest), handler)
 	}
 	// TEI's root route, which a client given an endpoint URL posts to
 	// (Hugging Face's inference client): the model's own kind of answer.
-	root := s.withKey(s.tei(s.teiRoot))
+	root := s.tei(s.teiRoot)
 	mux.HandleFunc("POST /{$}", root)
 	mux.HandleFunc("POST /tei/{model}", root)
 	mux.HandleFunc("POST /tei/{model}/{$}", root)

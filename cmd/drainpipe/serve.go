@@ -47,6 +47,12 @@ example, with the demo's model (64 features, 10 classes):
 Prometheus metrics are at GET /metrics on the REST address, Triton's
 statistics at GET /v2/models/NAME/stats.
 
+With --api-key-file every route and gRPC method asks for one of the
+file's keys (Authorization: Bearer KEY, a header or gRPC metadata) but the
+probes (/v2/health/live, /v2/health/ready, grpc.health.v1), and /metrics
+with --metrics-public. Rewrite the file to rotate the keys: the server
+reads it again within a second, without a restart.
+
 A model repository (--model-repository) is a folder in Triton's layout,
 NAME/VERSION/model.dpmlp (or model.onnx) with an optional NAME/config.json
 ({"version_policy": {"latest": 2}, "batch_sizes": [1, 8], "max_delay":
@@ -95,7 +101,8 @@ func serveCommand() *cobra.Command {
 	maxBytes := cliflag.Bytes(64 << 20)
 	fs.Var(&maxBytes, "max-request-bytes", "the largest request body (REST) or message (gRPC), such as 64MiB")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
-	apiKeyFile := fs.String("api-key-file", "", "take /v1 (OpenAI-style) requests only with one of this file's keys, a line each, as a bearer token")
+	apiKeyFile := fs.String("api-key-file", "", "take requests on every route and gRPC method, but the health probes, only with one of this `file`'s keys (a line each) as a bearer token; the file is read again when it changes")
+	metricsPublic := fs.Bool("metrics-public", false, "serve /metrics without the key of --api-key-file")
 	accessLog := fs.Bool("access-log", false, "log a line a request (off by default: it costs a busy server CPU; /metrics counts every request)")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx, stderr := c.Context(), c.ErrOrStderr()
@@ -201,11 +208,7 @@ func serveCommand() *cobra.Command {
 			opts = append(opts, serve.WithTLS(tlsConfig))
 		}
 		if *apiKeyFile != "" {
-			keys, err := readAPIKeys(*apiKeyFile)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, serve.WithAPIKeys(keys...))
+			opts = append(opts, serve.WithAPIKeyFile(*apiKeyFile), serve.WithMetricsPublic(*metricsPublic))
 		}
 		if *repoDir != "" {
 			if st, err := os.Stat(*repoDir); !storage.IsURL(*repoDir) && (err != nil || !st.IsDir()) {
@@ -307,22 +310,4 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "unknown"
-}
-
-// readAPIKeys reads --api-key-file: a key a line, blank lines skipped.
-func readAPIKeys(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--api-key-file: %w", err)
-	}
-	var keys []string
-	for line := range strings.Lines(string(data)) {
-		if k := strings.TrimSpace(line); k != "" {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("--api-key-file %s: no key in it", path)
-	}
-	return keys, nil
 }
