@@ -2,16 +2,18 @@ package serve
 
 import (
 	"context"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
 // grpcSpans is the gRPC server's request spans: one a call, from its
@@ -24,13 +26,40 @@ import (
 // the incoming metadata, per-event attribute sets and duration metric
 // (the server's own Prometheus histograms already measure it) were half
 // of what tracing cost.
-type grpcSpans struct{ tracer trace.Tracer }
+//
+// Only the inference service's calls are traced: health checks and
+// reflection are probes and tools, not requests; a method no service
+// registers is refused before any stats handler sees it, so a client
+// that makes names up makes no span names.
+type grpcSpans struct {
+	tracer trace.Tracer
+	// names holds each registered method's span name, "" for those not
+	// traced; filled before the server serves, read only after.
+	names map[string]string
+}
 
 var _ stats.Handler = grpcSpans{}
 
+// register names the methods of the server's services; call it after
+// the services are registered and before the server serves.
+func (h grpcSpans) register(services map[string]grpc.ServiceInfo) {
+	for service, info := range services {
+		for _, m := range info.Methods {
+			name := ""
+			if service == pb.GRPCInferenceService_ServiceDesc.ServiceName {
+				name = service + "/" + m.Name
+			}
+			h.names["/"+service+"/"+m.Name] = name
+		}
+	}
+}
+
 func (h grpcSpans) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	name := h.names[info.FullMethodName]
+	if name == "" {
+		return ctx
+	}
 	ctx = tracePropagator.Extract(ctx, incomingCarrier{ctx})
-	name := strings.TrimPrefix(info.FullMethodName, "/")
 	ctx, _ = h.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(semconv.RPCSystemNameGRPC, semconv.RPCMethod(name)))
 	return ctx

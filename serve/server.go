@@ -232,8 +232,11 @@ func (s *Server) grpcServer() *grpc.Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: grpcIdle}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(inferCodec{CodecV2: encoding.GetCodecV2(protoenc.Name), g: service})}
+	var spans *grpcSpans
 	if s.cfg.tracing != nil {
-		opts = append(opts, grpc.StatsHandler(s.grpcTracing()))
+		h := s.grpcTracing()
+		spans = &h
+		opts = append(opts, grpc.StatsHandler(h))
 	}
 	if s.keys != nil {
 		opts = append(opts, grpc.InTapHandle(s.grpcGuard))
@@ -246,6 +249,9 @@ func (s *Server) grpcServer() *grpc.Server {
 	// What Kubernetes' gRPC probes and grpcurl ask for.
 	healthpb.RegisterHealthServer(srv, s.health)
 	reflection.Register(srv)
+	if spans != nil {
+		spans.register(srv.GetServiceInfo())
+	}
 	return srv
 }
 

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc/stats"
 
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/seq"
@@ -40,12 +39,16 @@ func (s *Server) traced(h http.Handler) http.Handler {
 	if s.cfg.tracing == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "drainpipe", otelhttp.WithTracerProvider(s.cfg.tracing), otelhttp.WithPropagators(tracePropagator),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	// otelhttp names a span "METHOD route" from the pattern the router
+	// matched ("POST /v2/models/{name}/infer"), never from the path a
+	// client sent, and a method it does not know "HTTP".
+	return otelhttp.NewHandler(h, "drainpipe", otelhttp.WithTracerProvider(s.cfg.tracing), otelhttp.WithPropagators(tracePropagator))
 }
 
 // grpcTracing is the gRPC server's request spans.
-func (s *Server) grpcTracing() stats.Handler { return grpcSpans{tracer: s.tracer()} }
+func (s *Server) grpcTracing() grpcSpans {
+	return grpcSpans{tracer: s.tracer(), names: map[string]string{}}
+}
 
 // tracingObserver adds batch spans to a model's metrics observer.
 type tracingObserver struct {

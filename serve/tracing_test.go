@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -217,4 +218,45 @@ func TestSequenceBatchSpansCountTokens(t *testing.T) {
 		}
 	}
 	t.Logf("%d batch spans: %d tokens in %d slots", batches, tokens, slots)
+}
+
+// A REST request's span is named after the route that took it, never the
+// path sent: after requests to made-up paths with made-up methods, the
+// names are the routes' own, wildcards and all (the catch-all's for the
+// made-up paths, "HTTP" for a made-up method), as many as the routes
+// however many paths were tried.
+func TestRESTSpansNamedByRoute(t *testing.T) {
+	const scans = 200
+	spans := tracetest.NewInMemoryExporter()
+	ended := &serverEnds{want: scans + 2, done: make(chan struct{})}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(ended))
+	defer tp.Shutdown(context.Background())
+	r := serveTest(t, []ModelSpec{mlpSpec(t, testMLP(t))}, WithTracerProvider(tp))
+
+	if code, body := r.do(t, "POST", "/v2/models/mlp/infer", inferBody(rows(0, 1), false, nil), nil); code != 200 {
+		t.Fatalf("infer: %d %s", code, body)
+	}
+	r.do(t, "GET", "/v2/models/mlp/versions/1", nil, nil)
+	for i := range scans {
+		method := "GET"
+		if i%2 == 1 {
+			method = fmt.Sprintf("SCAN%d", i)
+		}
+		r.do(t, method, fmt.Sprintf("/scan/%d/x", i), nil, nil)
+	}
+	select {
+	case <-ended.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request spans did not end in 30 s")
+	}
+	names := map[string]int{}
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.SpanKind() == trace.SpanKindServer {
+			names[s.Name()]++
+		}
+	}
+	want := map[string]int{"POST /v2/models/{name}/infer": 1, "GET /v2/models/{name}/versions/{version}": 1, "GET /": scans / 2, "HTTP /": scans / 2}
+	if !maps.Equal(names, want) {
+		t.Errorf("span names %v, want %v", names, want)
+	}
 }

@@ -46,7 +46,7 @@ func TestSequenceTracesInJaeger(t *testing.T) {
 	close(next)
 	wg.Wait()
 
-	reqs, batches := collectSpans(t, j, service, began, "POST /tei/emb/embed", requests, "batch emb")
+	reqs, batches := collectSpans(t, j, service, began, "POST /tei/{model}/embed", requests, "batch emb")
 	if rows := servedOnce(t, reqs, batches); rows != requests {
 		t.Errorf("the batch spans hold %d rows for %d one-text requests", rows, requests)
 	}

@@ -67,7 +67,7 @@ func TestTracesInJaeger(t *testing.T) {
 	wg.Wait()
 	client.CloseIdleConnections()
 
-	reqs, batches := collectSpans(t, j, service, began, "POST /v2/models/m/infer", requests, "batch m")
+	reqs, batches := collectSpans(t, j, service, began, "POST /v2/models/{name}/infer", requests, "batch m")
 	rows := servedOnce(t, reqs, batches)
 	var size int64
 	for _, b := range batches {
