@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,6 +125,14 @@ func (c modelConfig) apply(spec *ModelSpec) {
 	}
 }
 
+// firstFew joins the first n of names, and says how many more there are.
+func firstFew(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
 // readConfig reads a model folder's config.pbtxt (Triton's) and
 // config.json (drainpipe's, for what Triton has no field for) into cfg,
 // and returns their text, to tell when either changes.
@@ -133,8 +142,13 @@ func (r *repository) readConfig(ctx context.Context, dir, name string, cfg *mode
 	if data, err := r.fs.read(ctx, pbtxt, 1<<20); err == nil {
 		text.Write(data)
 		policy := cfg.VersionPolicy
-		if *cfg, err = parseTriton(data, name, r.s.cfg.logger); err != nil {
+		var unused []string
+		if *cfg, unused, err = parseTriton(data, name); err != nil {
 			return "", fmt.Errorf("%s: %w", pbtxt, err)
+		}
+		if len(unused) > 0 {
+			// Once for each version of the file, not on every poll.
+			r.warnOnce(fmt.Sprintf("%s@%x", pbtxt, sha256.Sum256(data)), fmt.Sprintf("config.pbtxt parameters not used by drainpipe: %d (%s)", len(unused), firstFew(unused, 8)))
 		}
 		if cfg.VersionPolicy.Latest == 0 && !cfg.VersionPolicy.All && len(cfg.VersionPolicy.Specific) == 0 {
 			cfg.VersionPolicy = policy

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -33,33 +32,33 @@ var supportedPlatforms = map[string]string{
 }
 
 // parseTriton reads a config.pbtxt into the repository's modelConfig, and
-// keeps the parsed message for the checks a loaded model is held to.
-func parseTriton(data []byte, folder string, logger *slog.Logger) (modelConfig, error) {
-	var cfg modelConfig
+// keeps the parsed message for the checks a loaded model is held to. It
+// returns the names of the parameters drainpipe does not use, sorted.
+func parseTriton(data []byte, folder string) (cfg modelConfig, unused []string, err error) {
 	var tc tritonpb.ModelConfig
 	if err := prototext.Unmarshal(data, &tc); err != nil {
-		return cfg, fmt.Errorf("%w (the fields drainpipe reads: name, platform, backend, max_batch_size, input, output, dynamic_batching, instance_group, version_policy, default_model_filename, parameters)", err)
+		return cfg, nil, fmt.Errorf("%w (the fields drainpipe reads: name, platform, backend, max_batch_size, input, output, dynamic_batching, instance_group, version_policy, default_model_filename, parameters)", err)
 	}
 	if tc.Name != "" && tc.Name != folder {
-		return cfg, fmt.Errorf("name: %q, but the model's folder is %q (Triton requires them equal)", tc.Name, folder)
+		return cfg, nil, fmt.Errorf("name: %q, but the model's folder is %q (Triton requires them equal)", tc.Name, folder)
 	}
 	for _, p := range []struct{ field, value string }{{"platform", tc.Platform}, {"backend", tc.Backend}} {
 		if _, ok := supportedPlatforms[p.value]; p.value != "" && !ok {
-			return cfg, fmt.Errorf("%s: %q: drainpipe runs ONNX models (onnxruntime_onnx, onnxruntime) and its own MLPs", p.field, p.value)
+			return cfg, nil, fmt.Errorf("%s: %q: drainpipe runs ONNX models (onnxruntime_onnx, onnxruntime) and its own MLPs", p.field, p.value)
 		}
 	}
 	switch mb := tc.MaxBatchSize; {
 	case mb <= 0:
-		return cfg, fmt.Errorf("max_batch_size: %d: a model without a batch dimension is not supported (drainpipe batches rows)", mb)
+		return cfg, nil, fmt.Errorf("max_batch_size: %d: a model without a batch dimension is not supported (drainpipe batches rows)", mb)
 	case mb > MaxBatchSize:
-		return cfg, fmt.Errorf("max_batch_size: %d, want 1 to %d", mb, MaxBatchSize)
+		return cfg, nil, fmt.Errorf("max_batch_size: %d, want 1 to %d", mb, MaxBatchSize)
 	}
 	cfg.BatchSizes = batchSizes(int(tc.MaxBatchSize), nil)
 	cfg.MaxDelay = duration(online.NoDelay) // no dynamic batcher: queued rows run at once
 	if db := tc.DynamicBatching; db != nil {
 		for _, b := range db.PreferredBatchSize {
 			if b < 1 || b > tc.MaxBatchSize {
-				return cfg, fmt.Errorf("dynamic_batching.preferred_batch_size: %d, want 1 to max_batch_size %d", b, tc.MaxBatchSize)
+				return cfg, nil, fmt.Errorf("dynamic_batching.preferred_batch_size: %d, want 1 to max_batch_size %d", b, tc.MaxBatchSize)
 			}
 		}
 		cfg.BatchSizes = batchSizes(int(tc.MaxBatchSize), db.PreferredBatchSize)
@@ -67,14 +66,14 @@ func parseTriton(data []byte, folder string, logger *slog.Logger) (modelConfig, 
 			cfg.MaxDelay = duration(time.Duration(min(db.MaxQueueDelayMicroseconds, uint64(time.Hour/time.Microsecond))) * time.Microsecond)
 		}
 		if db.PriorityLevels > 0 || db.DefaultPriorityLevel > 0 {
-			return cfg, fmt.Errorf("dynamic_batching.priority_levels: priority queues are not supported")
+			return cfg, nil, fmt.Errorf("dynamic_batching.priority_levels: priority queues are not supported")
 		}
 		if q := db.DefaultQueuePolicy; q != nil {
 			if q.TimeoutAction == tritonpb.ModelQueuePolicy_DELAY {
-				return cfg, fmt.Errorf("dynamic_batching.default_queue_policy.timeout_action: DELAY is not supported (a request past its timeout is rejected)")
+				return cfg, nil, fmt.Errorf("dynamic_batching.default_queue_policy.timeout_action: DELAY is not supported (a request past its timeout is rejected)")
 			}
 			if q.MaxQueueSize > MaxQueueRows {
-				return cfg, fmt.Errorf("dynamic_batching.default_queue_policy.max_queue_size: %d, want at most %d", q.MaxQueueSize, MaxQueueRows)
+				return cfg, nil, fmt.Errorf("dynamic_batching.default_queue_policy.max_queue_size: %d, want at most %d", q.MaxQueueSize, MaxQueueRows)
 			}
 			cfg.QueueRequests = int(q.MaxQueueSize) // requests, as Triton counts them
 			cfg.Timeout = duration(time.Duration(min(q.DefaultTimeoutMicroseconds, uint64(time.Hour/time.Microsecond))) * time.Microsecond)
@@ -82,10 +81,10 @@ func parseTriton(data []byte, folder string, logger *slog.Logger) (modelConfig, 
 	}
 	for i, g := range tc.InstanceGroup {
 		if g.Kind == tritonpb.ModelInstanceGroup_KIND_GPU || len(g.Gpus) > 0 {
-			return cfg, fmt.Errorf("instance_group[%d]: GPU instances: this server runs on the CPU", i)
+			return cfg, nil, fmt.Errorf("instance_group[%d]: GPU instances: this server runs on the CPU", i)
 		}
 		if g.Kind == tritonpb.ModelInstanceGroup_KIND_MODEL {
-			return cfg, fmt.Errorf("instance_group[%d]: KIND_MODEL is not supported (use KIND_CPU)", i)
+			return cfg, nil, fmt.Errorf("instance_group[%d]: KIND_MODEL is not supported (use KIND_CPU)", i)
 		}
 		cfg.Sessions += max(int(g.Count), 1) // Triton's default count is 1
 	}
@@ -104,31 +103,29 @@ func parseTriton(data []byte, folder string, logger *slog.Logger) (modelConfig, 
 	for _, in := range tc.Input {
 		switch {
 		case in.Reshape != nil:
-			return cfg, fmt.Errorf("input %q: reshape is not supported", in.Name)
+			return cfg, nil, fmt.Errorf("input %q: reshape is not supported", in.Name)
 		case in.Optional:
-			return cfg, fmt.Errorf("input %q: optional inputs are not supported", in.Name)
+			return cfg, nil, fmt.Errorf("input %q: optional inputs are not supported", in.Name)
 		case in.AllowRaggedBatch:
-			return cfg, fmt.Errorf("input %q: allow_ragged_batch is not supported", in.Name)
+			return cfg, nil, fmt.Errorf("input %q: allow_ragged_batch is not supported", in.Name)
 		}
 	}
 	for _, out := range tc.Output {
 		switch {
 		case out.Reshape != nil:
-			return cfg, fmt.Errorf("output %q: reshape is not supported", out.Name)
+			return cfg, nil, fmt.Errorf("output %q: reshape is not supported", out.Name)
 		case out.LabelFilename != "":
-			return cfg, fmt.Errorf("output %q: label_filename is not supported", out.Name)
+			return cfg, nil, fmt.Errorf("output %q: label_filename is not supported", out.Name)
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(tc.Parameters)) {
-		logger.Warn("model repository: config.pbtxt parameter not used by drainpipe", "model", folder, "parameter", key)
-	}
+	unused = slices.Sorted(maps.Keys(tc.Parameters))
 	cfg.triton = &tc
 	if tc.DefaultModelFilename != "" {
 		if strings.ContainsAny(tc.DefaultModelFilename, `/\`) || strings.HasPrefix(tc.DefaultModelFilename, ".") {
-			return cfg, fmt.Errorf("default_model_filename: %q is not a file name", tc.DefaultModelFilename)
+			return cfg, nil, fmt.Errorf("default_model_filename: %q is not a file name", tc.DefaultModelFilename)
 		}
 	}
-	return cfg, cfg.check()
+	return cfg, unused, cfg.check()
 }
 
 // batchSizes returns the batch sizes a Triton model is run at: its

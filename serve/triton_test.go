@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -124,7 +126,7 @@ parameters: {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseTriton(data, "classifier", r.srv.cfg.logger)
+	cfg, _, err := parseTriton(data, "classifier")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,5 +224,39 @@ func TestTritonDimsStatedConcretely(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s dims %v: %v, want accepted %t", c.name, c.dims, err, c.ok)
 		}
+	}
+}
+
+// Parameters of a config.pbtxt that drainpipe does not use are one
+// warning for each version of the file, however many there are and
+// however often the repository is polled: 5,000 of them once made
+// 5,000 lines a poll.
+func TestUnusedParametersWarnedOnce(t *testing.T) {
+	var config strings.Builder
+	config.WriteString("name: \"m\"\nmax_batch_size: 8\n")
+	for i := range 5000 {
+		fmt.Fprintf(&config, "parameters { key: \"p%04d\" value: { string_value: \"x\" } }\n", i)
+	}
+	repo := tritonRepository(t, map[string]string{"m": config.String()})
+	repo.Poll = 5 * time.Millisecond
+	var log syncBuffer
+	r := serveTest(t, nil, WithRepository(repo), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	// Each poll reads the config again: 40 polls' time.
+	polled := func(n int) { time.Sleep(time.Duration(n) * repo.Poll) }
+	polled(40)
+	if got := strings.Count(log.String(), "not used by drainpipe"); got != 1 {
+		t.Fatalf("%d warnings, want 1:\n%.2000s", got, log.String())
+	}
+	if !strings.Contains(log.String(), "parameters not used by drainpipe: 5000 (p0000, p0001") {
+		t.Errorf("the warning does not count and name them:\n%.1000s", log.String())
+	}
+	// Another version of the file is warned about once more.
+	writeFile(t, filepath.Join(repo.Dir, "m", "config.pbtxt"), "name: \"m\"\nmax_batch_size: 8\nparameters { key: \"other\" value: { string_value: \"x\" } }\n")
+	polled(40)
+	if got := strings.Count(log.String(), "not used by drainpipe"); got != 2 {
+		t.Fatalf("%d warnings after the change, want 2", got)
+	}
+	if got := r.indexText(t); !strings.Contains(got, "m 1 READY") {
+		t.Errorf("index: %s", got)
 	}
 }
