@@ -41,57 +41,69 @@ type embeddingInputs struct {
 func (in embeddingInputs) len() int { return len(in.texts) + len(in.tokens) }
 
 // parseEmbeddingInput reads input as OpenAI takes it: a string, an
-// array of strings, an array of token ids, or an array of those. An
-// empty text is a text, as in a job (its special tokens alone); an
-// empty array is refused.
-func parseEmbeddingInput(raw json.RawMessage) (embeddingInputs, error) {
+// array of strings, an array of token ids, or an array of those, keeping
+// at most keep ids of a token array (what the model runs; 0 for a model
+// that takes no ids, which refuses them unread). An empty text is a text,
+// as in a job (its special tokens alone); an empty array is refused.
+// Nothing is decoded twice, and the inputs are counted before they are
+// decoded: what a request allocates is bounded by its body's bytes and
+// by inputs × keep ids, whatever the body holds.
+func parseEmbeddingInput(raw json.RawMessage, keep int) (embeddingInputs, error) {
 	var in embeddingInputs
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return in, errors.New("input is missing")
 	}
-	if raw[0] == '"' {
+	switch raw[0] {
+	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return in, fmt.Errorf("input: %w", err)
 		}
 		in.texts = []string{s}
 		return in, nil
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	case '[':
+	default:
 		return in, errors.New("input is not a string, an array of strings, an array of token ids or an array of those")
 	}
-	if len(items) == 0 {
-		return in, errors.New("input is empty")
-	}
-	first := bytes.TrimSpace(items[0])
-	var err error
+	first := bytes.TrimLeft(raw[1:], " \t\r\n")
 	switch {
-	case len(first) > 0 && first[0] == '"':
-		if len(items) > MaxEmbeddingInputs {
-			return in, fmt.Errorf("input has %d texts; a request takes %d at most", len(items), MaxEmbeddingInputs)
+	case len(first) == 0 || first[0] == ']':
+		return in, errors.New("input is empty")
+	case first[0] == '"':
+		if n := countElements(raw); n > MaxEmbeddingInputs {
+			return in, fmt.Errorf("input has %d texts; a request takes %d at most", n, MaxEmbeddingInputs)
 		}
-		err = json.Unmarshal(raw, &in.texts)
-	case len(first) > 0 && first[0] == '[':
-		if len(items) > MaxEmbeddingInputs {
-			return in, fmt.Errorf("input has %d token arrays; a request takes %d at most", len(items), MaxEmbeddingInputs)
+		if err := json.Unmarshal(raw, &in.texts); err != nil {
+			return embeddingInputs{}, fmt.Errorf("input mixes kinds or holds something else: %w", err)
 		}
-		err = json.Unmarshal(raw, &in.tokens)
-	default:
-		var ids []int64
-		err = json.Unmarshal(raw, &ids)
-		in.tokens = [][]int64{ids}
+		return in, nil
+	case keep == 0:
+		return in, errTakesText
 	}
-	if err != nil {
-		return embeddingInputs{}, fmt.Errorf("input mixes kinds or holds something else: %w", err)
-	}
-	for i, ids := range in.tokens {
-		if len(ids) == 0 {
-			return embeddingInputs{}, fmt.Errorf("input %d is an empty array of token ids", i)
+	var err error
+	in.tokens, err = parseTokenIDs(raw, keep)
+	return in, err
+}
+
+// errTakesText refuses token ids to a model that reads text.
+var errTakesText = errors.New("the model takes text, not token ids")
+
+// countElements counts the elements of the JSON array at b[0] without
+// decoding them (to the end of b at most, for bytes that are not JSON).
+func countElements(b []byte) int {
+	n := 0
+	for i := 1; i < len(b); {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',') {
+			i++
 		}
+		if i >= len(b) || b[i] == ']' {
+			break
+		}
+		n++
+		i = skipValue(b, i)
 	}
-	return in, nil
+	return n
 }
 
 // embeddingRequest makes the inference request of the inputs for model
@@ -197,13 +209,20 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) (model string, st
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
 		return req.Model, 0, invalid(fmt.Errorf("encoding_format %q: want float or base64", req.EncodingFormat))
 	}
-	in, err := parseEmbeddingInput(req.Input)
-	if err != nil {
-		return req.Model, 0, invalid(err)
-	}
 	m, err := s.lookup(req.Model, "")
 	if err != nil {
 		return req.Model, 0, err
+	}
+	keep := 0
+	if m.sequence != nil {
+		keep = m.sequence.Planner().Length(math.MaxInt)
+	}
+	in, err := parseEmbeddingInput(req.Input, keep)
+	if errors.Is(err, errTakesText) {
+		err = fmt.Errorf("model %s takes text, not token ids", m.name)
+	}
+	if err != nil {
+		return req.Model, 0, invalid(err)
 	}
 	ir, err := embeddingRequest(m, in)
 	if err != nil {

@@ -1,14 +1,17 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"math"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The inputs OpenAI's API takes parse to texts or token arrays; the
@@ -18,22 +21,30 @@ func TestParseEmbeddingInput(t *testing.T) {
 		texts, tokens int
 		err           string
 	}{
-		`"a text"`:       {texts: 1},
-		`""`:             {texts: 1},
-		`["a", "b", ""]`: {texts: 3},
-		`[1, 2, 3]`:      {tokens: 1},
-		`[[1, 2], [3]]`:  {tokens: 2},
-		`[]`:             {err: "empty"},
-		`null`:           {err: "missing"},
-		`[[1], []]`:      {err: "input 1 is an empty array"},
-		`["a", 1]`:       {err: "mixes kinds"},
-		`[1, "a"]`:       {err: "mixes kinds"},
-		`{"text": "a"}`:  {err: "not a string"},
-		`[1.5]`:          {err: "mixes kinds"},
-		`[[1], ["a"]]`:   {err: "mixes kinds"},
-		`[` + strings.Repeat(`"x",`, MaxEmbeddingInputs) + `"x"]`: {err: "2049 texts"},
+		`"a text"`:               {texts: 1},
+		`""`:                     {texts: 1},
+		`["a", "b", ""]`:         {texts: 3},
+		`[1, 2, 3]`:              {tokens: 1},
+		`[[1, 2], [3]]`:          {tokens: 2},
+		`[]`:                     {err: "empty"},
+		`null`:                   {err: "missing"},
+		`[[1], []]`:              {err: "input 1 is an empty array"},
+		`["a", 1]`:               {err: "mixes kinds"},
+		`[1, "a"]`:               {err: "token 1 is not an integer"},
+		`{"text": "a"}`:          {err: "not a string"},
+		`[1.5]`:                  {err: "token 0 is not an integer"},
+		`[1e3]`:                  {err: "token 0 is not an integer"},
+		`[[1], ["a"]]`:           {err: "input 1: token 0 is not an integer"},
+		`[[1] [2]]`:              {err: "want , or ]"},
+		`[[1], [2]] x`:           {err: "follows"},
+		`[[1, 2`:                 {err: "want , or ]"},
+		`[99999999999999999999]`: {err: "not an integer"},
+		`[` + strings.Repeat(`"x",`, MaxEmbeddingInputs) + `"x"]`:   {err: "2049 texts"},
+		`[` + strings.Repeat(`[1],`, MaxEmbeddingInputs) + `[1]]`:   {err: "more than 2048 token arrays"},
+		` [ [ 1 , 2 ] , [ 3 ] ] `:                                   {tokens: 2},
+		`[` + strings.Repeat(`"x",`, MaxEmbeddingInputs-1) + `"x"]`: {texts: MaxEmbeddingInputs},
 	} {
-		in, err := parseEmbeddingInput(json.RawMessage(raw))
+		in, err := parseEmbeddingInput(json.RawMessage(raw), 1<<20)
 		short := raw[:min(len(raw), 30)]
 		switch {
 		case want.err != "" && (err == nil || !strings.Contains(err.Error(), want.err)):
@@ -41,6 +52,33 @@ func TestParseEmbeddingInput(t *testing.T) {
 		case want.err == "" && (err != nil || len(in.texts) != want.texts || len(in.tokens) != want.tokens):
 			t.Errorf("%s: %d texts, %d token arrays, %v", short, len(in.texts), len(in.tokens), err)
 		}
+	}
+}
+
+// A body of token ids allocates what the model keeps of them, not what
+// the body holds: 8 MiB of ids in one array, cut at 512, allocates
+// kilobytes; ids past the cut are still read and checked; a model that
+// takes text refuses ids unread.
+func TestTokenIDsBoundedByWhatIsKept(t *testing.T) {
+	body := append([]byte("[["), bytes.Repeat([]byte("0,"), 4<<20)...)
+	body = append(body, "7]]"...)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	in, err := parseEmbeddingInput(body, 512)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(in.tokens) != 1 || len(in.tokens[0]) != 512 {
+		t.Fatalf("%d rows, %v", len(in.tokens), err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+		t.Errorf("allocated %d bytes for a body of %d", grew, len(body))
+	}
+	body[len(body)-3] = 'x' // the last id, past the cut
+	if _, err := parseEmbeddingInput(body, 512); err == nil || !strings.Contains(err.Error(), "not an integer") {
+		t.Errorf("a bad id past the cut: %v", err)
+	}
+	if _, err := parseEmbeddingInput(body, 0); err != errTakesText {
+		t.Errorf("ids to a text model: %v", err)
 	}
 }
 
