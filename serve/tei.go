@@ -153,7 +153,7 @@ func (s *Server) textModel(name string) (*model, error) {
 
 // teiInputs reads TEI's inputs: a string, or an array of strings (single
 // tells which, as the answer's shape follows it); at most
-// MaxEmbeddingInputs (413 past it).
+// MaxEmbeddingInputs (413 past it, counted before anything is decoded).
 func teiInputs(raw json.RawMessage) (texts []string, single bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -161,11 +161,13 @@ func teiInputs(raw json.RawMessage) (texts []string, single bool, err error) {
 		err := json.Unmarshal(raw, &t)
 		return []string{t}, true, err
 	}
+	if len(raw) > 0 && raw[0] == '[' {
+		if n := countElements(raw); n > MaxEmbeddingInputs {
+			return nil, false, &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", n, MaxEmbeddingInputs)}
+		}
+	}
 	if err := json.Unmarshal(raw, &texts); err != nil || len(texts) == 0 {
 		return nil, false, unprocessable("inputs: want a string or a non-empty array of strings")
-	}
-	if len(texts) > MaxEmbeddingInputs {
-		return nil, false, &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", len(texts), MaxEmbeddingInputs)}
 	}
 	return texts, false, nil
 }
