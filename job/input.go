@@ -75,7 +75,7 @@ func (c *Config) fail(phase string, n int) error {
 
 // features is the job's input recipe.
 func (c *Config) features() fileset.Features {
-	f := fileset.Features{Column: c.FeatureColumn, Gather: c.Gather, Width: c.InputSize, Keep: c.kept()}
+	f := fileset.Features{Column: c.FeatureColumn, Gather: c.Gather, Width: c.InputSize, Keep: c.kept(), Named: c.FeatureNamed}
 	if c.Tokens {
 		f.Width = 0 // rows of any length
 		if c.TypeIDsColumn != "" {

@@ -65,6 +65,9 @@ type Config struct {
 	// in schema order.
 	FeatureColumn string
 	Gather        []string
+	// FeatureNamed is how the user named FeatureColumn (a command's flag,
+	// such as "--text-column"), for errors about it; it changes no byte.
+	FeatureNamed string
 	// Tokens says FeatureColumn holds a sequence model's token ids (a
 	// list of integers a row, of any length; seq.Model): InputSize is not
 	// used, and a null row is set aside in SetAside mode. TypeIDsColumn,

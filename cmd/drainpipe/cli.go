@@ -111,9 +111,15 @@ type inputFlags struct {
 
 // add defines the flags on fs; defaultColumn is --feature-column's default.
 func (f *inputFlags) add(fs *pflag.FlagSet, defaultColumn string) {
-	fs.Var(&f.inputs, "input", "input files, globs (** spans folders), folders or URLs (s3://, gs://, azblob://, https://): .parquet, .arrow, .arrows, .csv; repeatable")
+	f.addFiles(fs)
 	fs.Var(&f.features, "features", "gather the scalar columns matching these patterns (such as 'f*') into the feature tensor")
 	fs.StringVar(&f.featureCol, "feature-column", defaultColumn, "the tensor column of features (when not --features)")
+}
+
+// addFiles defines the flags of which files are read and how, for a
+// command that reads no feature tensor (tokenize).
+func (f *inputFlags) addFiles(fs *pflag.FlagSet) {
+	fs.Var(&f.inputs, "input", "input files, globs (** spans folders), folders or URLs (s3://, gs://, azblob://, https://): .parquet, .arrow, .arrows, .csv; repeatable")
 	f.shard.value = "0/1"
 	fs.Var(&f.shard, "shard", "read shard i of n (i/n): disjoint parts that together cover every row; with predict into a folder, n processes share it")
 	fs.IntVar(&f.readRows, "read-rows", 1<<14, "rows per file read (Parquet batch, CSV chunk)")
@@ -159,7 +165,7 @@ func (f *inputFlags) job(column, label string) (job.Config, error) {
 	if err != nil {
 		return job.Config{}, err
 	}
-	return job.Config{Inputs: f.inputs, FeatureColumn: column, Gather: f.features, Label: label,
+	return job.Config{Inputs: f.inputs, FeatureColumn: column, FeatureNamed: "--feature-column", Gather: f.features, Label: label,
 		ReadRows: f.readRows, Shard: shard, CSVSample: f.csvSample, MaxMemory: int64(f.maxMemory), SetAside: f.setAside}, nil
 }
 

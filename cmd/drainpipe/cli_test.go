@@ -54,7 +54,7 @@ func TestBadInputOneLineErrors(t *testing.T) {
 		{"feature nan", []string{"--model", model, "--input", filepath.Join(dir, "nan.csv"), "--output", out, "--features", "f*"}, `nan.csv, line 3, column "f4": cpu: feature value is not finite: value 4 is NaN`},
 		{"csv value", []string{"--model", model, "--input", filepath.Join(dir, "late.csv"), "--output", out, "--features", "f*", "--csv-sample", "2"}, `late.csv: CSV value does not parse: line 4, column "f2": "x" is not an int64`},
 		{"feature count", []string{"--model", filepath.Join(dir, "wide.dpmlp"), "--input", filepath.Join(dir, "nulls.csv"), "--output", out, "--features", "f*"}, "match 8 columns, the model takes 9"},
-		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `no column "pixels"`},
+		{"feature column missing", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "pixels"}, `--feature-column "pixels": no such column; the input has id, features`},
 		{"feature wrong type", []string{"--model", model, "--input", in, "--output", out, "--feature-column", "id"}, "id"},
 		{"keep missing", []string{"--model", model, "--input", in, "--output", out, "--keep", "key"}, `missing column: "key" is not in the input`},
 		{"model missing", []string{"--model", filepath.Join(dir, "none.dpmlp"), "--input", in, "--output", out}, "no such file"},

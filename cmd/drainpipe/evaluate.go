@@ -66,7 +66,7 @@ func evalCommand() *cobra.Command {
 	fs := c.Flags()
 	var in inputFlags
 	in.add(fs, "")
-	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
+	modelPath := fs.String("model", "", "the model: a drainpipe MLP file (.dpmlp), or in a build with -tags onnx an ONNX file (.onnx) or a model folder as sentence-transformers and transformers save one (onnx/model.onnx, config.json, tokenizer.json, …)")
 	label := fs.String("label", "", "the label column: class numbers 0..k-1 (or bool), or a regression's target values")
 	batch := fs.Int("batch-size", 256, "rows per device batch")
 	replicas := fs.Int("replicas", 1, "sessions that split each batch between them")

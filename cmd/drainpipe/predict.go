@@ -42,7 +42,7 @@ func predictCommand() *cobra.Command {
 	var in inputFlags
 	var keep listFlag
 	in.add(fs, "")
-	modelPath := fs.String("model", "", "model file: a drainpipe MLP (.dpmlp), or ONNX (.onnx, in a build with -tags onnx)")
+	modelPath := fs.String("model", "", "the model: a drainpipe MLP file (.dpmlp), or in a build with -tags onnx an ONNX file (.onnx) or a model folder as sentence-transformers and transformers save one (onnx/model.onnx, config.json, tokenizer.json, …)")
 	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows), or a folder (a trailing /, or an existing folder) of Parquet parts, a manifest and _SUCCESS")
 	batch := fs.Int("batch-size", 256, "rows per device batch (the global batch size)")
 	fs.Var(&keep, "keep", "input columns to write next to the predictions, such as keys; repeatable")
@@ -101,7 +101,7 @@ func predictCommand() *cobra.Command {
 		cfg := job.Config{
 			Inputs: in.inputs, Output: *output,
 			Model: m.model, ModelID: m.id, InputSize: m.inputSize,
-			FeatureColumn: column, Gather: in.features, Keep: keep,
+			FeatureColumn: column, FeatureNamed: "--feature-column", Gather: in.features, Keep: keep,
 			BatchSize: *batch, PartRows: *partRows, ReadRows: in.readRows, Shard: shard,
 			Overwrite: *overwrite, Resume: *resume, BreakLock: *breakLock,
 			Prefetch: *prefetch, MaxMemory: int64(in.maxMemory), CSVSample: in.csvSample, SetAside: in.setAside,

@@ -155,6 +155,9 @@ func (f *sequenceFlags) options(folder *hfmodel.Folder, perToken bool) ([]seq.Op
 	if f.textPair != "" && f.text == "" {
 		return nil, "", fmt.Errorf("--text-pair-column pairs with --text-column, which is not given")
 	}
+	if f.text != "" && f.tokens != "" {
+		return nil, "", fmt.Errorf("--text-column %s and --tokens-column %s: give one (the text is tokenized into the ids the model reads; --tokens-column reads ids made before)", f.text, f.tokens)
+	}
 	if f.text != "" && f.typeIDs != "" {
 		return nil, "", fmt.Errorf("--type-ids-column goes with --tokens-column; with --text-column the tokenizer makes the type ids")
 	}
@@ -237,8 +240,9 @@ func (f *sequenceFlags) check(fs *pflag.FlagSet, m *loadedModel) error {
 func (m *loadedModel) sequenceJob(cfg *job.Config) {
 	cfg.Tokens, cfg.FeatureColumn, cfg.TypeIDsColumn = true, m.feature, m.typeIDs
 	cfg.BatchSize, cfg.InputSize, cfg.Gather = m.window, 0, nil
+	cfg.FeatureNamed = "--tokens-column"
 	if m.tok != nil {
-		cfg.FeatureColumn = m.text
+		cfg.FeatureColumn, cfg.FeatureNamed = m.text, "--text-column"
 		opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(m.maxTextBytes))}
 		cols := tokenizer.Columns{IDs: m.feature}
 		if m.textPair != "" {

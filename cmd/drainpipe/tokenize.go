@@ -34,7 +34,7 @@ func tokenizeCommand() *cobra.Command {
 	fs := c.Flags()
 	var in inputFlags
 	var keep listFlag
-	in.add(fs, "")
+	in.addFiles(fs)
 	tokPath := fs.String("tokenizer", "", "the tokenizer.json (a Hugging Face model folder's)")
 	text := fs.String("text-column", "", "the column of text (string, large_string, string_view, dictionary)")
 	output := fs.String("output", "", "output file (.parquet, .arrow or .arrows), or a folder of Parquet parts (a trailing /)")

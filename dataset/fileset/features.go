@@ -28,6 +28,10 @@ type Features struct {
 	// patterns (path.Match syntax, such as "f*"), in schema order.
 	Column string
 	Gather []string
+	// Named is how the user named Column or Gather, such as a command's
+	// flag ("--text-column"): an error about them starts with it. Empty,
+	// the errors name the recipe's fields.
+	Named string
 	// Width is the values a row the model takes. 0 takes what the input
 	// gives: the columns Gather matches, or a fixed_size_list's width (a
 	// model being fitted).
@@ -38,6 +42,13 @@ type Features struct {
 	Keep    []string
 	Exclude []string
 }
+
+// namedError is an ErrFeatures that speaks of what the user named, in
+// the user's words alone.
+type namedError struct{ msg string }
+
+func (e *namedError) Error() string        { return e.msg }
+func (e *namedError) Is(target error) bool { return target == ErrFeatures }
 
 // Options returns the read options the recipe asks of the files: gathered
 // CSV columns are numbers, whatever a sample of rows suggests.
@@ -64,6 +75,9 @@ func (f Features) Columns(set *Set) (read, gathered []string, err error) {
 			return nil, nil, fmt.Errorf("%w: %q match %d columns, the model takes %d features", ErrFeatures, f.Gather, len(gathered), f.Width)
 		}
 	} else if len(schema.FieldIndices(f.Column)) == 0 {
+		if f.Named != "" {
+			return nil, nil, &namedError{fmt.Sprintf("%s %q: no such column; the input has %s", f.Named, f.Column, dataset.FieldNames(schema))}
+		}
 		return nil, nil, fmt.Errorf("%w: no column %q in the input (it has %s)", ErrFeatures, f.Column, dataset.FieldNames(schema))
 	}
 	for _, k := range f.Keep {

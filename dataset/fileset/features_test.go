@@ -26,7 +26,7 @@ func TestFeatures(t *testing.T) {
 		name    string
 		f       fileset.Features
 		wantErr error
-		schema  string // the dataset's, when it opens
+		schema  string // the dataset's, when it opens; the error's, when set
 	}{
 		{"gather, label excluded", fileset.Features{Column: "features", Gather: []string{"*"}, Keep: []string{"y"}, Exclude: []string{"y", "id"}},
 			nil, "y features"},
@@ -36,6 +36,7 @@ func TestFeatures(t *testing.T) {
 		{"kept and gathered", fileset.Features{Column: "features", Gather: []string{"f*"}, Keep: []string{"f1"}}, fileset.ErrFeatures, ""},
 		{"keep missing", fileset.Features{Column: "features", Gather: []string{"f*"}, Keep: []string{"key"}}, fileset.ErrKeep, ""},
 		{"no tensor column", fileset.Features{Column: "features"}, fileset.ErrFeatures, ""},
+		{"named column missing", fileset.Features{Column: "body", Named: "--text-column"}, fileset.ErrFeatures, `--text-column "body": no such column; the input has id, f0, f1, f2, y`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,6 +49,9 @@ func TestFeatures(t *testing.T) {
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("error %v, want %v", err, c.wantErr)
+				}
+				if c.schema != "" && err.Error() != c.schema {
+					t.Fatalf("error %q, want %q", err, c.schema)
 				}
 				return
 			}
