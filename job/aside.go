@@ -95,7 +95,11 @@ func (a *aside) add(rec arrow.RecordBatch, i int, column, reason string) {
 
 // predicted is the Predictor's set-aside function: a row the device fails
 // on its own.
-func (a *aside) predicted(row arrow.RecordBatch, err error) {
+func (a *aside) predicted(row arrow.RecordBatch, err error) { a.refused(row, 0, err) }
+
+// refused sets aside row i of rec, which a stage or the device failed
+// on: err says why, and which column if it can.
+func (a *aside) refused(rec arrow.RecordBatch, i int, err error) {
 	column := ""
 	var re *device.RowError
 	if errors.As(err, &re) {
@@ -104,7 +108,7 @@ func (a *aside) predicted(row arrow.RecordBatch, err error) {
 	if a.sourceColumn != nil {
 		column = cmp.Or(a.sourceColumn(err), column)
 	}
-	a.add(row, 0, column, err.Error())
+	a.add(rec, i, column, err.Error())
 }
 
 // take returns the rows set aside before dataset row end, in row order.

@@ -77,8 +77,12 @@ type Config struct {
 	// Stage, if set, maps the input after its screening and before the
 	// predictor, on the input side (a tokenizer making FeatureColumn's
 	// text into the token ids a sequence model reads). Its changes of
-	// schema reach the model; the output keeps Keep and Label.
-	Stage func(*dataset.Dataset) (*dataset.Dataset, error)
+	// schema reach the model; the output keeps Keep and Label. In
+	// SetAside mode setAside is not nil: a row the stage cannot map (a
+	// text too long to read) goes to it, with its record and index there,
+	// and is left out of what the stage yields; otherwise such a row's
+	// error ends the job.
+	Stage func(ds *dataset.Dataset, setAside func(rec arrow.RecordBatch, i int, err error)) (*dataset.Dataset, error)
 	Keep  []string // input columns written next to the predictions
 	// Label, if set, is a column passed through after Keep (an evaluation's
 	// labels) and never gathered as a feature; in SetAside mode a row

@@ -70,7 +70,11 @@ func (c *Config) write(ctx context.Context, files []string, skip int64, open fun
 		return nil, err
 	}
 	if c.Stage != nil {
-		if ds, err = c.Stage(ds); err != nil {
+		var setAside func(arrow.RecordBatch, int, error)
+		if a != nil {
+			setAside = func(rec arrow.RecordBatch, i int, err error) { a.refused(rec, i, err) }
+		}
+		if ds, err = c.Stage(ds, setAside); err != nil {
 			return nil, err
 		}
 	}

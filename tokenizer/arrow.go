@@ -144,9 +144,19 @@ func Tokens(ds *dataset.Dataset, tok *Tokenizer, textColumn, out string, mem mem
 type Option func(*options)
 
 type options struct {
-	workers  int
-	pair     string // WithPair's column
-	maxBytes int
+	workers   int
+	pair      string // WithPair's column
+	maxBytes  int
+	rowErrors func(rec arrow.RecordBatch, i int, err error)
+}
+
+// WithRowErrors hands each row the tokenizer refuses on its own account
+// (a null text, a text past WithMaxTextBytes it cannot read from its
+// head: a *device.RowError) to fn, with its record and its index there,
+// and leaves the row out of the output, where by default the first such
+// row ends the stream. A job's set-aside file is such an fn.
+func WithRowErrors(fn func(rec arrow.RecordBatch, i int, err error)) Option {
+	return func(o *options) { o.rowErrors = fn }
 }
 
 // DefaultMaxTextBytes bounds the bytes of a row's text (and of its
@@ -223,14 +233,33 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 		if pairCol >= 0 {
 			in.pairs = rec.Column(pairCol)
 		}
-		rows, err := encodeRows(tok, in, o.workers, cols.Decoded != "")
-		if err != nil {
-			return nil, err
+		rows, errs := encodeRows(tok, in, o.workers, cols.Decoded != "")
+		var refused []int
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			if o.rowErrors == nil {
+				return nil, err
+			}
+			o.rowErrors(rec, i, err)
+			refused = append(refused, i)
 		}
-		for _, r := range rows {
+		for i, r := range rows {
+			if errs[i] != nil {
+				continue
+			}
 			for k, c := range added {
 				c.append(builders[k], r)
 			}
+		}
+		if len(refused) > 0 {
+			kept, err := withoutRows(mem, rec, refused)
+			if err != nil {
+				return nil, err
+			}
+			defer kept.Release()
+			rec = kept
 		}
 		out := slices.Clone(rec.Columns())
 		for _, b := range builders {
@@ -277,8 +306,9 @@ func (in rowsIn) encode(tok *Tokenizer, i int) (Encoding, error) {
 }
 
 // encodeRows encodes rows on workers goroutines, each a run of rows, in
-// order. The first failing row (by row) is the error.
-func encodeRows(tok *Tokenizer, in rowsIn, workers int, decode bool) ([]row, error) {
+// order, and returns each row's encoding or its error (a
+// *device.RowError).
+func encodeRows(tok *Tokenizer, in rowsIn, workers int, decode bool) ([]row, []error) {
 	n := in.texts.Len()
 	rows := make([]row, n)
 	errs := make([]error, n)
@@ -305,13 +335,34 @@ func encodeRows(tok *Tokenizer, in rowsIn, workers int, decode bool) ([]row, err
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil {
-			continue
+		if _, ok := err.(*device.RowError); err != nil && !ok {
+			errs[i] = &device.RowError{Row: in.first + int64(i), Column: in.column, Err: err}
 		}
-		if _, ok := err.(*device.RowError); !ok {
-			err = &device.RowError{Row: in.first + int64(i), Column: in.column, Err: err}
-		}
-		return nil, err
 	}
-	return rows, nil
+	return rows, errs
+}
+
+// withoutRows returns rec without the rows at the indices drop (in
+// order), copied.
+func withoutRows(mem memory.Allocator, rec arrow.RecordBatch, drop []int) (arrow.RecordBatch, error) {
+	var runs []arrow.RecordBatch
+	defer func() {
+		for _, r := range runs {
+			r.Release()
+		}
+	}()
+	from := int64(0)
+	for _, i := range drop {
+		if int64(i) > from {
+			runs = append(runs, rec.NewSlice(from, int64(i)))
+		}
+		from = int64(i) + 1
+	}
+	if from < rec.NumRows() {
+		runs = append(runs, rec.NewSlice(from, rec.NumRows()))
+	}
+	if len(runs) == 0 {
+		return rec.NewSlice(0, 0), nil
+	}
+	return dataset.Concat(mem, rec.Schema(), runs)
 }

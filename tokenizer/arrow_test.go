@@ -101,12 +101,12 @@ func TestEncodeRowsInOrder(t *testing.T) {
 	}
 	texts := b.NewArray()
 	defer texts.Release()
-	one, err := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 1, true)
-	if err != nil {
+	one, errs := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 1, true)
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	many, err := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 7, true)
-	if err != nil {
+	many, errs := encodeRows(tok, rowsIn{texts: texts, column: "body"}, 7, true)
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
 	for i := range one {
@@ -122,10 +122,12 @@ func TestEncodeRowsInOrder(t *testing.T) {
 	b.AppendNull()
 	bad := b.NewArray()
 	defer bad.Release()
-	_, err = encodeRows(tok, rowsIn{texts: bad, column: "body", first: 100}, 3, false)
-	var re *device.RowError
-	if !errors.As(err, &re) || re.Row != 102 || re.Column != "body" {
-		t.Fatalf("err = %v, want row 102's null text", err)
+	_, errs = encodeRows(tok, rowsIn{texts: bad, column: "body", first: 100}, 3, false)
+	for i, want := range []int64{-1, -1, 102, -1, 104} {
+		var re *device.RowError
+		if got := errors.As(errs[i], &re); got != (want >= 0) || (got && (re.Row != want || re.Column != "body")) {
+			t.Fatalf("row %d: err = %v, want row %d's null text", i, errs[i], want)
+		}
 	}
 }
 
@@ -202,5 +204,65 @@ func TestEncodingsPairsAndCeiling(t *testing.T) {
 			break
 		}
 		bad.Release()
+	}
+}
+
+// With WithRowErrors, a row the tokenizer refuses goes to the function
+// with its index and is left out of the output; the other rows are
+// encoded as without it, in order.
+func TestEncodingsRowErrorsLeaveTheRowOut(t *testing.T) {
+	tok, err := LoadFile("testdata/bert-uncased.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "q", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	texts := []string{"a cat", "", strings.Repeat("x", 300), "a dog", ""}
+	for i, s := range texts {
+		if i == 1 {
+			b.Field(0).AppendNull()
+			continue
+		}
+		b.Field(0).(*array.StringBuilder).Append(s)
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	var refused []int
+	ds, err := Encodings(dataset.FromRecords(schema, rec), tok, "q", Columns{IDs: "ids"}, mem, WithMaxTextBytes(100),
+		WithRowErrors(func(r arrow.RecordBatch, i int, err error) {
+			if r != rec || !errors.As(err, new(*device.RowError)) {
+				t.Errorf("row %d: record %p, %v", i, r, err)
+			}
+			refused = append(refused, i)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for out, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := []int{0, 3, 4}
+		if out.NumRows() != int64(len(kept)) {
+			t.Fatalf("%d rows out, want %d", out.NumRows(), len(kept))
+		}
+		for j, i := range kept {
+			want, err := tok.Encode(texts[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := arrowtest.IntList(t, out, "ids", j); !slices.Equal(got, want.IDs) {
+				t.Errorf("row %d: ids %v, want text %d's %v", j, got, i, want.IDs)
+			}
+			if got := out.Column(0).(*array.String).Value(j); got != texts[i] {
+				t.Errorf("row %d: text %q, want %q", j, got, texts[i])
+			}
+		}
+	}
+	if !slices.Equal(refused, []int{1, 2}) {
+		t.Fatalf("refused %v, want the null and the long text", refused)
 	}
 }

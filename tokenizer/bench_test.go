@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,8 +45,8 @@ func BenchmarkEncodeRows(b *testing.B) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprint("workers=", w), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := encodeRows(tok, rowsIn{texts: col, column: "body"}, w, false); err != nil {
-					b.Fatal(err)
+				if _, errs := encodeRows(tok, rowsIn{texts: col, column: "body"}, w, false); errors.Join(errs...) != nil {
+					b.Fatal(errors.Join(errs...))
 				}
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/pflag"
 
 	"github.com/drainpipe/drainpipe/dataset"
@@ -252,7 +253,10 @@ func (m *loadedModel) sequenceJob(cfg *job.Config) {
 			opts = append(opts, tokenizer.WithPair(m.textPair))
 			cols.TypeIDs = pairTypeIDs
 		}
-		cfg.Stage = func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		cfg.Stage = func(ds *dataset.Dataset, setAside func(arrow.RecordBatch, int, error)) (*dataset.Dataset, error) {
+			if setAside != nil {
+				opts = append(opts, tokenizer.WithRowErrors(setAside))
+			}
 			return tokenizer.Encodings(ds, m.tok, m.text, cols, cfg.Allocator, opts...)
 		}
 	}

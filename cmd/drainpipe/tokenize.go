@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
+	"github.com/drainpipe/drainpipe/internal/cliflag"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/tokenizer"
 )
@@ -44,6 +45,8 @@ func tokenizeCommand() *cobra.Command {
 	offsets := fs.Bool("offsets", false, "also write offsets: each token's [start, end) in characters of the text")
 	decode := fs.Bool("decode", false, "also write tokens (each token's piece, as the model has it) and decoded (the ids decoded back to text)")
 	batch := fs.Int("batch-size", 4096, "rows tokenized together")
+	maxTextBytes := cliflag.Bytes(tokenizer.DefaultMaxTextBytes)
+	fs.Var(&maxTextBytes, "max-text-bytes", "the most bytes of a row's text the tokenizer reads; a longer text is read from its head where the tokenizer allows, else the row is set aside (--set-aside) or fails the run")
 	resume := fs.Bool("resume", false, "continue an interrupted run of the same job")
 	overwrite := fs.Bool("overwrite", false, "replace an existing output")
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -89,8 +92,12 @@ func tokenizeCommand() *cobra.Command {
 		cfg.Output, cfg.Keep, cfg.Tokens, cfg.BatchSize = *output, keep, true, *batch
 		cfg.Model, cfg.ModelID = columnsModel(cols.Fields()), hex.EncodeToString(sum[:])
 		cfg.Resume, cfg.Overwrite = *resume, *overwrite
-		cfg.Stage = func(ds *dataset.Dataset) (*dataset.Dataset, error) {
-			return tokenizer.Encodings(ds, tok, *text, cols, cfg.Allocator)
+		cfg.Stage = func(ds *dataset.Dataset, setAside func(arrow.RecordBatch, int, error)) (*dataset.Dataset, error) {
+			opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(maxTextBytes))}
+			if setAside != nil {
+				opts = append(opts, tokenizer.WithRowErrors(setAside))
+			}
+			return tokenizer.Encodings(ds, tok, *text, cols, cfg.Allocator, opts...)
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		prog := in.progress(c.ErrOrStderr(), "tokenizing")

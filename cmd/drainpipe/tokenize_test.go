@@ -94,3 +94,47 @@ func TestTokenizeCommand(t *testing.T) {
 		t.Fatalf("%d rows", rows)
 	}
 }
+
+// A text the tokenizer cannot read within --max-text-bytes (one word
+// longer than the ceiling: no place to cut its head) is a row error:
+// --set-aside writes it aside, naming its row and the ceiling, and the
+// other rows are tokenized; without --set-aside it fails the run, naming
+// the file's line.
+func TestTokenizeSetsAsideTextTooLong(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join("..", "..", "seq", "testdata", "encoder", "tokenizer.json")
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte("key,body\n1,hello world\n2,"+strings.Repeat("x", 40_000)+"\n3,bye\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"tokenize", "--tokenizer", tok, "--input", in, "--text-column", "body", "--keep", "key", "--max-text-bytes", "1KiB", "--quiet"}
+	_, stderr, err := drainpipe(append(args, "--output", filepath.Join(dir, "fails.parquet"))...)
+	if err == nil || !strings.Contains(stderr, "in.csv, line 3") || !strings.Contains(stderr, "the ceiling is 1024") {
+		t.Fatalf("without --set-aside: %v\n%s", err, stderr)
+	}
+	aside := filepath.Join(dir, "aside.parquet")
+	stdout, stderr, err := drainpipe(append(args, "--output", filepath.Join(dir, "out.parquet"), "--set-aside", aside)...)
+	if err != nil || !strings.Contains(stdout, "rows=2 ") || !strings.Contains(stdout, "set_aside=1") {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	set, err := fileset.Open([]string{aside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := set.Dataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range ds.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.Schema()
+		key := rec.Column(s.FieldIndices("key")[0]).(*array.Int64).Value(0)
+		column := rec.Column(s.FieldIndices("column")[0]).(*array.String).Value(0)
+		reason := rec.Column(s.FieldIndices("reason")[0]).(*array.String).Value(0)
+		if rec.NumRows() != 1 || key != 2 || column != "body" || !strings.Contains(reason, "the ceiling is 1024") {
+			t.Fatalf("set aside: %d rows, key %d, column %q, reason %q", rec.NumRows(), key, column, reason)
+		}
+	}
+}
