@@ -148,7 +148,13 @@ type options struct {
 	pair      string // WithPair's column
 	maxBytes  int
 	rowErrors func(rec arrow.RecordBatch, i int, err error)
+	truncated *atomic.Int64
 }
+
+// WithTruncatedCount adds to n the rows whose text (or pair) the
+// tokenizer's truncation cut: the rows a job reports as truncated, which
+// the model then never sees longer than it keeps.
+func WithTruncatedCount(n *atomic.Int64) Option { return func(o *options) { o.truncated = n } }
 
 // WithRowErrors hands each row the tokenizer refuses on its own account
 // (a null text, a text past WithMaxTextBytes it cannot read from its
@@ -245,13 +251,20 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 			o.rowErrors(rec, i, err)
 			refused = append(refused, i)
 		}
+		cut := int64(0)
 		for i, r := range rows {
 			if errs[i] != nil {
 				continue
 			}
+			if r.e.Truncated {
+				cut++
+			}
 			for k, c := range added {
 				c.append(builders[k], r)
 			}
+		}
+		if o.truncated != nil {
+			o.truncated.Add(cut)
 		}
 		if len(refused) > 0 {
 			kept, err := withoutRows(mem, rec, refused)

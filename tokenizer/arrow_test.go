@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -209,7 +210,8 @@ func TestEncodingsPairsAndCeiling(t *testing.T) {
 
 // With WithRowErrors, a row the tokenizer refuses goes to the function
 // with its index and is left out of the output; the other rows are
-// encoded as without it, in order.
+// encoded as without it, in order. WithTruncatedCount counts the rows
+// the truncation cut.
 func TestEncodingsRowErrorsLeaveTheRowOut(t *testing.T) {
 	tok, err := LoadFile("testdata/bert-uncased.json")
 	if err != nil {
@@ -231,7 +233,11 @@ func TestEncodingsRowErrorsLeaveTheRowOut(t *testing.T) {
 	b.Release()
 	defer rec.Release()
 	var refused []int
-	ds, err := Encodings(dataset.FromRecords(schema, rec), tok, "q", Columns{IDs: "ids"}, mem, WithMaxTextBytes(100),
+	var cut atomic.Int64
+	if err := tok.SetTruncation(&Truncation{MaxLength: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Encodings(dataset.FromRecords(schema, rec), tok, "q", Columns{IDs: "ids"}, mem, WithMaxTextBytes(100), WithTruncatedCount(&cut),
 		WithRowErrors(func(r arrow.RecordBatch, i int, err error) {
 			if r != rec || !errors.As(err, new(*device.RowError)) {
 				t.Errorf("row %d: record %p, %v", i, r, err)
@@ -264,5 +270,9 @@ func TestEncodingsRowErrorsLeaveTheRowOut(t *testing.T) {
 	}
 	if !slices.Equal(refused, []int{1, 2}) {
 		t.Fatalf("refused %v, want the null and the long text", refused)
+	}
+	// [CLS] a cat [SEP] and [CLS] a dog [SEP] cut to 3 tokens; "" not.
+	if cut.Load() != 2 {
+		t.Fatalf("%d rows counted truncated, want 2", cut.Load())
 	}
 }

@@ -41,8 +41,8 @@ func TestLongTexts(t *testing.T) {
 		WHEN 2 THEN substr(repeat('`+phrase+`', 400), 1, 8192)
 		ELSE 'a short text ' || i::VARCHAR END AS text
 		FROM range(4) t(i)) TO `+duckdb.Quote(in)+` (FORMAT parquet)`)
-	out := filepath.Join(dir, "out.parquet")
-	cmd := exec.Command(binary, "predict", "--model", encoderDir, "--text-column", "text", "--input", in, "--output", out, "--keep", "key", "--quiet")
+	out, statsFile := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "stats.json")
+	cmd := exec.Command(binary, "predict", "--model", encoderDir, "--text-column", "text", "--input", in, "--output", out, "--keep", "key", "--quiet", "--stats-json", statsFile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -56,6 +56,15 @@ func TestLongTexts(t *testing.T) {
 	got := readAll(t, out)
 	if len(got.embedding) != 4 {
 		t.Fatalf("%d rows out of 4", len(got.embedding))
+	}
+	// The two long texts, cut by the tokenizer before the model saw them.
+	var st struct {
+		Sequence struct {
+			Truncated int64 `json:"truncated_rows"`
+		} `json:"sequence"`
+	}
+	if data, err := os.ReadFile(statsFile); err != nil || json.Unmarshal(data, &st) != nil || st.Sequence.Truncated != 2 {
+		t.Errorf("truncated_rows %d, want 2 (%v)", st.Sequence.Truncated, err)
 	}
 	near := func(a, b []float32) bool {
 		for j := range a {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
@@ -46,6 +47,9 @@ type loadedModel struct {
 	text         string
 	textPair     string
 	maxTextBytes int64
+	// cut counts the texts tok's truncation cut, which the model sees
+	// already within its length: its truncated rows beside seq's.
+	cut atomic.Int64
 }
 
 // loadModel opens a model file: an ONNX model (.onnx), whose input reads

@@ -157,6 +157,7 @@ func predictCommand() *cobra.Command {
 		var seqStats *seq.Stats
 		if m.seq != nil {
 			st := m.seq.Stats()
+			st.Truncated += m.cut.Load() // texts cut by the tokenizer, before the model
 			seqStats = &st
 			printSequenceStats(stdout, st)
 		}

@@ -244,7 +244,7 @@ func (m *loadedModel) sequenceJob(cfg *job.Config) {
 	cfg.FeatureNamed = "--tokens-column"
 	if m.tok != nil {
 		cfg.FeatureColumn, cfg.FeatureNamed = m.text, "--text-column"
-		opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(m.maxTextBytes))}
+		opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(m.maxTextBytes)), tokenizer.WithTruncatedCount(&m.cut)}
 		cols := tokenizer.Columns{IDs: m.feature}
 		if m.textPair != "" {
 			// The pair's text is read along (a null pair is set aside as a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -92,8 +93,9 @@ func tokenizeCommand() *cobra.Command {
 		cfg.Output, cfg.Keep, cfg.Tokens, cfg.BatchSize = *output, keep, true, *batch
 		cfg.Model, cfg.ModelID = columnsModel(cols.Fields()), hex.EncodeToString(sum[:])
 		cfg.Resume, cfg.Overwrite = *resume, *overwrite
+		var cut atomic.Int64 // texts the truncation cut
 		cfg.Stage = func(ds *dataset.Dataset, setAside func(arrow.RecordBatch, int, error)) (*dataset.Dataset, error) {
-			opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(maxTextBytes))}
+			opts := []tokenizer.Option{tokenizer.WithMaxTextBytes(int(maxTextBytes)), tokenizer.WithTruncatedCount(&cut)}
 			if setAside != nil {
 				opts = append(opts, tokenizer.WithRowErrors(setAside))
 			}
@@ -112,6 +114,7 @@ func tokenizeCommand() *cobra.Command {
 			return fmt.Errorf("tokenize: %w", err)
 		}
 		printSummary(c.OutOrStdout(), s)
+		fmt.Fprintf(c.OutOrStdout(), "truncated=%d\n", cut.Load())
 		return nil
 	}
 	return c
