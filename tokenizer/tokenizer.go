@@ -232,8 +232,43 @@ func typeName(t *typed) string {
 	return t.Type
 }
 
+// modelType is the model's type: its "type", or for a file without one
+// (as the Rust tokenizers wrote before they wrote it) the first that the
+// crate's untagged reading accepts, in its order (ModelUntagged in
+// tokenizers/src/models/mod.rs): BPE (a vocab object and merges), then
+// WordPiece (a vocab object, unk_token, continuing_subword_prefix and
+// max_input_chars_per_word), then WordLevel (a vocab object and
+// unk_token), else Unigram (whose vocab is a list).
+func modelType(t *typed) string {
+	if t == nil || t.Type != "" {
+		return typeName(t)
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(t.raw, &fields) != nil {
+		return ""
+	}
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := fields[k]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	vocab := bytes.TrimSpace(fields["vocab"])
+	switch vocabObject := len(vocab) > 0 && vocab[0] == '{'; {
+	case vocabObject && has("merges"):
+		return "BPE"
+	case vocabObject && has("unk_token", "continuing_subword_prefix", "max_input_chars_per_word"):
+		return "WordPiece"
+	case vocabObject && has("unk_token"):
+		return "WordLevel"
+	}
+	return "Unigram"
+}
+
 func newModel(t *typed) (model, error) {
-	switch typeName(t) {
+	switch modelType(t) {
 	case "WordPiece":
 		m := &wordPiece{MaxInputCharsPerWord: 100, ContinuingSubwordPrefix: "##", UnkToken: "[UNK]"}
 		if err := json.Unmarshal(t.raw, m); err != nil {
@@ -268,5 +303,5 @@ func newModel(t *typed) (model, error) {
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("%w: model %q (WordPiece, WordLevel, BPE and Unigram are)", ErrUnsupported, typeName(t))
+	return nil, fmt.Errorf("%w: model %q (WordPiece, WordLevel, BPE and Unigram are)", ErrUnsupported, modelType(t))
 }
