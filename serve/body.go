@@ -15,12 +15,22 @@ import (
 // readBody reads a request's body, gzip-decoded if it says so, within the
 // size bound (a declared Content-Length over it is refused before a byte
 // is read, a gzip body's decoded size is bounded too) and the body
-// deadline; a drain cuts a body still arriving.
+// deadline, and charges the server's budget for what it holds (the
+// declared length before a byte is read); a drain cuts a body still
+// arriving.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.maxBody
 	tooLarge := &Error{Code: CodeTooLarge, Err: fmt.Errorf("request body over %d bytes", limit)}
 	if r.ContentLength > limit {
 		return nil, tooLarge
+	}
+	enc := strings.ToLower(r.Header.Get("Content-Encoding"))
+	credit := int64(0)
+	if r.ContentLength > 0 && enc != "gzip" {
+		if !s.budget.charge(r, r.ContentLength) {
+			return nil, errBusy
+		}
+		credit = r.ContentLength
 	}
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
@@ -29,7 +39,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	src := &sourceReader{r: http.MaxBytesReader(w, r.Body, limit)}
 	var in io.Reader = src
 	gzipped := false
-	switch enc := strings.ToLower(r.Header.Get("Content-Encoding")); enc {
+	switch enc {
 	case "", "identity":
 	case "gzip":
 		gz, err := gzip.NewReader(in)
@@ -43,7 +53,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	default:
 		return nil, invalid(fmt.Errorf("Content-Encoding %q: the server reads gzip or none", enc))
 	}
-	body, err := io.ReadAll(in)
+	body, err := io.ReadAll(&chargedReader{r: in, b: s.budget, req: r, credit: credit})
+	if errors.Is(err, errBusy) {
+		return nil, errBusy
+	}
 	if err != nil {
 		if gzipped && !errors.Is(err, src.err) {
 			// The bytes arrived; the compressed stream in them is damaged

@@ -67,7 +67,7 @@ func TestDeclaredSizeIsBounded(t *testing.T) {
 		"outputs":      bytes.Repeat(field(6, nil), size/2),
 		"raw contents": bytes.Repeat(field(7, nil), size/2),
 	}
-	g := &grpcService{}
+	g := &grpcService{s: &Server{budget: newBudget(1 << 30)}}
 	codec := inferCodec{g: g}
 	for name, wire := range wires {
 		req := &pb.ModelInferRequest{}

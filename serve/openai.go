@@ -298,6 +298,7 @@ func (s *Server) openAIModels(w http.ResponseWriter, r *http.Request) {
 // writeOpenAIError answers an error in OpenAI's shape, with the status
 // of its class.
 func writeOpenAIError(w http.ResponseWriter, err error) int {
+	retryAfter(w, err)
 	code := codeOf(err)
 	status := httpStatus[code]
 	kind, name := "invalid_request_error", any(nil)

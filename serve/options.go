@@ -25,6 +25,7 @@ type config struct {
 	exitOnError   bool
 	apiKeys       [][]byte
 	apiKeyFile    string
+	maxInflight   int64
 	metricsPublic bool
 	tracing       trace.TracerProvider
 }
@@ -55,6 +56,14 @@ func WithAccessLog(on bool) Option { return func(c *config) { c.accessLog = on }
 // WithMaxRequestBytes bounds a request body (REST) or message (gRPC). The
 // default is 64 MiB.
 func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithMaxInflightBytes bounds the request bytes all requests hold at
+// once, REST bodies and gRPC messages together: one that would pass it is
+// refused at once (429 with Retry-After; RESOURCE_EXHAUSTED), so no set
+// of concurrent clients takes the process past it. It must hold one
+// request of WithMaxRequestBytes. The default is half the Go memory limit
+// (GOMEMLIMIT) when one is set, else 1 GiB, and at least one request.
+func WithMaxInflightBytes(n int64) Option { return func(c *config) { c.maxInflight = n } }
 
 // WithDrainTimeout bounds a graceful shutdown. The default is 30s.
 func WithDrainTimeout(d time.Duration) Option { return func(c *config) { c.drainTimeout = d } }

@@ -37,7 +37,7 @@ var httpStatus = map[Code]int{
 
 // Handler returns the REST endpoints of every protocol and /metrics,
 // behind the API key when the server has one.
-func (s *Server) Handler() http.Handler { return s.guard(s.routes()) }
+func (s *Server) Handler() http.Handler { return s.guard(s.budget.hold(s.routes())) }
 
 // router is a ServeMux that keeps the patterns it was given, so that a
 // test can call every route there is.
@@ -378,6 +378,14 @@ func (s *Server) modelLabel(name string) string {
 	return unknownModel
 }
 
+// retryAfter tells a client refused for the server's load when to try
+// again (a second: queues and the budget drain in milliseconds).
+func retryAfter(w http.ResponseWriter, err error) {
+	if codeOf(err) == CodeOverloaded {
+		w.Header().Set("Retry-After", "1")
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -391,6 +399,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers {"error": "..."} with the error's status.
 func writeError(w http.ResponseWriter, err error) int {
+	retryAfter(w, err)
 	status := httpStatus[codeOf(err)]
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 	return status

@@ -41,6 +41,7 @@ type Server struct {
 	cfg     config
 	metrics *metrics
 	keys    *keyring // nil: every request is taken
+	budget  *budget
 
 	reg      registry
 	retiring sync.WaitGroup // models taken out, closing once their requests are done
@@ -92,6 +93,9 @@ func New(specs []ModelSpec, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	srv.metrics = met
+	if srv.budget, err = newServerBudget(cfg); err != nil {
+		return nil, err
+	}
 	if srv.keys, err = newKeyring(cfg.apiKeys, cfg.apiKeyFile, cfg.registry); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ func unprocessable(format string, args ...any) error {
 
 // writeTEIError answers an error in TEI's shape and statuses.
 func writeTEIError(w http.ResponseWriter, err error) int {
+	retryAfter(w, err)
 	status, kind := httpStatus[codeOf(err)], "Validation"
 	var u errUnprocessable
 	switch {

@@ -100,6 +100,8 @@ func serveCommand() *cobra.Command {
 	tlsClientCA := fs.String("tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS")
 	maxBytes := cliflag.Bytes(64 << 20)
 	fs.Var(&maxBytes, "max-request-bytes", "the largest request body (REST) or message (gRPC), such as 64MiB")
+	var maxInflight cliflag.Bytes
+	fs.Var(&maxInflight, "max-inflight-bytes", "the request bytes all requests may hold at once, such as 2GiB; past it a request is refused at once, 429 with Retry-After (default: half of GOMEMLIMIT if set, else 1GiB, and at least --max-request-bytes)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	apiKeyFile := fs.String("api-key-file", "", "take requests on every route and gRPC method, but the health probes, only with one of this `file`'s keys (a line each) as a bearer token; the file is read again when it changes")
 	metricsPublic := fs.Bool("metrics-public", false, "serve /metrics without the key of --api-key-file")
@@ -203,7 +205,7 @@ func serveCommand() *cobra.Command {
 			specs = append(specs, sp)
 		}
 		opts := []serve.Option{serve.WithLogger(logger), serve.WithAccessLog(*accessLog), serve.WithDrainTimeout(*drainTimeout), serve.WithDrainGrace(*drainGrace),
-			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxConnections(*maxConns), serve.WithExitOnError(*exitOnError), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithServerVersion("drainpipe", buildVersion())}
+			serve.WithBodyTimeout(*bodyTimeout), serve.WithMaxConnections(*maxConns), serve.WithExitOnError(*exitOnError), serve.WithMaxRequestBytes(int64(maxBytes)), serve.WithMaxInflightBytes(int64(maxInflight)), serve.WithServerVersion("drainpipe", buildVersion())}
 		if tlsConfig != nil {
 			opts = append(opts, serve.WithTLS(tlsConfig))
 		}
