@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"go.opentelemetry.io/otel/attribute"
+	// The GenAI attributes, which later versions keep apart.
+	genai "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MaxEmbeddingInputs bounds the inputs of one /v1/embeddings request, as
@@ -266,9 +271,23 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) (model string, st
 			data[i].Embedding = base64Floats(v)
 		}
 	}
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		dims := width
+		if req.Dimensions != nil {
+			dims = *req.Dimensions
+		}
+		span.SetAttributes(embeddingsSpan(m.name, tokens, dims, cmp.Or(req.EncodingFormat, "float"))...)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": m.name,
 		"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
 	return req.Model, http.StatusOK, nil
+}
+
+// embeddingsSpan are the attributes OpenTelemetry's GenAI conventions
+// give an embeddings request's span: the usage the answer reports.
+func embeddingsSpan(model string, tokens, dims int, format string) []attribute.KeyValue {
+	return []attribute.KeyValue{genai.GenAIOperationNameEmbeddings, genai.GenAIRequestModel(model),
+		genai.GenAIUsageInputTokens(tokens), genai.GenAIEmbeddingsDimensionCount(dims), genai.GenAIRequestEncodingFormats(format)}
 }
 
 // openAIModel is a model as GET /v1/models lists it.

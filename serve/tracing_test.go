@@ -260,3 +260,58 @@ func TestRESTSpansNamedByRoute(t *testing.T) {
 		t.Errorf("span names %v, want %v", names, want)
 	}
 }
+
+// An embeddings request's span carries OpenTelemetry's GenAI attributes,
+// equal to the usage and the embeddings the answer reports.
+func TestEmbeddingsSpanGenAI(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	ended := &serverEnds{want: 1, done: make(chan struct{})}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(ended))
+	defer tp.Shutdown(context.Background())
+	m, err := seq.New(&seqtest.Engine{Width: 4, Vocab: 1000}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(64)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ModelSpec{Name: "enc", Model: m, Sequence: m,
+		Input:    arrow.NewSchema([]arrow.Field{{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil),
+		Options:  []predict.Option{predict.WithBatchSizes(4), predict.WithAllocator(arrowtest.Allocator(t))},
+		Batching: online.Options{MaxDelay: time.Millisecond}}
+	r := serveTest(t, []ModelSpec{spec}, WithTracerProvider(tp))
+	var answer struct {
+		Data []struct {
+			Embedding string `json:"embedding"`
+		} `json:"data"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	body := map[string]any{"model": "enc", "input": [][]int{{1, 2, 3}, {4, 5}}, "encoding_format": "base64", "dimensions": 3}
+	if code, b := r.do(t, http.MethodPost, "/v1/embeddings", body, &answer); code != http.StatusOK || len(answer.Data) != 2 || answer.Usage.PromptTokens != 5 {
+		t.Fatalf("%d %s", code, b)
+	}
+	select {
+	case <-ended.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request span did not end in 30 s")
+	}
+	var found bool
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.SpanKind() != trace.SpanKindServer {
+			continue
+		}
+		found = true
+		attrs := attribute.NewSet(s.Attributes()...)
+		for key, want := range map[attribute.Key]string{"gen_ai.operation.name": "embeddings", "gen_ai.request.model": "enc",
+			"gen_ai.usage.input_tokens": "5", "gen_ai.embeddings.dimension.count": "3", "gen_ai.request.encoding_formats": `["base64"]`} {
+			if v, ok := attrs.Value(key); !ok || v.Emit() != want {
+				t.Errorf("span %q: %s = %q, want %q", s.Name(), key, v.Emit(), want)
+			}
+		}
+		if s.Name() != "POST /v1/embeddings" {
+			t.Errorf("span name %q", s.Name())
+		}
+	}
+	if !found {
+		t.Fatal("no request span")
+	}
+}
