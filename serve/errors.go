@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 
+	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/online"
 )
 
-// predictError classifies a batcher's error.
+// predictError classifies a batcher's error. A row error is the
+// request's fault (a token id past the vocabulary, a text too long to
+// read), not the server's: 400, never 500.
 func predictError(err error) error {
+	var row *device.RowError
 	switch {
+	case errors.As(err, &row):
+		return &Error{Code: CodeInvalid, Err: err}
 	case errors.Is(err, online.ErrOverloaded):
 		return &Error{Code: CodeOverloaded, Err: err}
 	case errors.Is(err, online.ErrClosed): // also when Close's own deadline passed
