@@ -32,6 +32,7 @@ type Tokenizer struct {
 	normalizer normalizer
 	pre        preTokenizer // nil: the text is one piece
 	model      model
+	modelType  string // "WordPiece", "BPE", …
 	post       postProcessor
 	decoder    decoder
 	truncation *Truncation
@@ -149,6 +150,7 @@ func Load(r io.Reader) (*Tokenizer, error) {
 	if t.model, err = newModel(doc.Model); err != nil {
 		return nil, err
 	}
+	t.modelType = modelType(doc.Model)
 	if doc.PostProcessor != nil {
 		if t.post, err = newPostProcessor(doc.PostProcessor); err != nil {
 			return nil, err
@@ -231,6 +233,10 @@ func typeName(t *typed) string {
 	}
 	return t.Type
 }
+
+// Model names the tokenizer's model, as tokenizer.json's types do
+// (WordPiece, BPE, WordLevel or Unigram), and the size of its vocabulary.
+func (t *Tokenizer) Model() (kind string, vocab int) { return t.modelType, t.model.vocabSize() }
 
 // modelType is the model's type: its "type", or for a file without one
 // (as the Rust tokenizers wrote before they wrote it) the first that the

@@ -47,6 +47,8 @@ type loadedModel struct {
 	text         string
 	textPair     string
 	maxTextBytes int64
+	// folder is the model folder a sequence model was read from.
+	folder *hfmodel.Folder
 	// cut counts the texts tok's truncation cut, which the model sees
 	// already within its length: its truncated rows beside seq's.
 	cut atomic.Int64
@@ -177,6 +179,9 @@ type modelInfo struct {
 	// Sequence describes a sequence model: the graph's inputs, each
 	// [batch, sequence], and how windows are planned by default.
 	Sequence *sequenceInfo `json:"sequence,omitempty"`
+	// Stack is a model folder's: tokenizer, length, pooling, modules,
+	// head.
+	Stack *stackInfo `json:"stack,omitempty"`
 }
 
 type sequenceInfo struct {
@@ -205,6 +210,9 @@ func describeModel(path string) (modelInfo, error) {
 		pl := m.seq.Planner()
 		info.Sequence = &sequenceInfo{GraphInputs: m.seqInputs, Buckets: pl.Buckets, MaxTokens: pl.MaxTokens, Shapes: len(m.seq.Shapes())}
 	}
+	if m.folder != nil {
+		info.Stack = folderStack(m.folder)
+	}
 	if o, ok := m.model.(device.OutputSchemaer); ok {
 		for _, f := range o.OutputSchema().Fields() {
 			info.Outputs = append(info.Outputs, fieldInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
@@ -221,5 +229,8 @@ func printModel(w io.Writer, m modelInfo) {
 	if s := m.Sequence; s != nil {
 		fmt.Fprintf(w, "graph inputs: %s, each [batch, sequence]\nsequence buckets: %v\nmax batch tokens: %d (%d shapes)\n",
 			strings.Join(s.GraphInputs, ", "), s.Buckets, s.MaxTokens, s.Shapes)
+	}
+	if m.Stack != nil {
+		printStack(w, m.Stack)
 	}
 }

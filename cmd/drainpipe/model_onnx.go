@@ -96,6 +96,6 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 		return nil, err
 	}
 	id := sha256.Sum256([]byte(digest + "\n" + desc))
-	return &loadedModel{model: m, seq: sm, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text, textPair: textPair, maxTextBytes: int64(sq.maxTextBytes),
+	return &loadedModel{model: m, seq: sm, folder: folder, seqInputs: eng.Inputs(), fileSHA: digest, feature: cmp.Or(sq.tokens, seq.InputIDs), typeIDs: sq.typeIDs, window: sq.window, tok: tok, text: sq.text, textPair: textPair, maxTextBytes: int64(sq.maxTextBytes),
 		id: hex.EncodeToString(id[:]), sessions: runtime.GOMAXPROCS(0)}, nil
 }
