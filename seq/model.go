@@ -27,12 +27,12 @@ type Model struct {
 	shapes  []Shape                         // declared; nil without buckets
 	tokens  string
 	typeIDs string
-	text    string                        // WithText's column
-	encode  func(string) ([]int64, error) // and tokenizer
+	text    string                              // WithText's column
+	encode  func(string) ([]int64, bool, error) // and tokenizer
 	// textPair and encodePair are WithTextPair's: a second text column,
 	// a row encoded with the first as a pair (ids and type ids).
 	textPair   string
-	encodePair func(a, b string) (ids, types []int64, err error)
+	encodePair func(a, b string) (ids, types []int64, truncated bool, err error)
 	padID      int64
 	vocab      int64
 	left       bool

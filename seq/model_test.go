@@ -499,7 +499,7 @@ func TestWithText(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
-	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", func(s string) ([]int64, error) { return encode(s), nil }), seq.WithPlanner(seq.Planner{Buckets: []int{8, 32}}))
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", func(s string) ([]int64, bool, error) { return encode(s), len(s) > 10, nil }), seq.WithPlanner(seq.Planner{Buckets: []int{8, 32}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,6 +525,10 @@ func TestWithText(t *testing.T) {
 	}
 	if i != len(texts) {
 		t.Fatalf("%d rows out", i)
+	}
+	// The text the encoder cut is a truncated row, as a row the model cuts.
+	if st := m.Stats(); st.Truncated != 1 {
+		t.Fatalf("%d rows counted truncated, want the one the encoder cut", st.Truncated)
 	}
 
 	b = array.NewRecordBuilder(mem, schema)

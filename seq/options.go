@@ -74,14 +74,16 @@ func WithWarmUp() Option { return func(m *Model) { m.warmUp = true } }
 // WithText makes the model read text from a string column and encode
 // it to token ids itself (a tokenizer's Encode), instead of reading a
 // token column: for a server that takes text. A job tokenizes on its
-// input side instead (tokenizer.Tokens), ahead of the device.
-func WithText(column string, encode func(string) ([]int64, error)) Option {
+// input side instead (tokenizer.Tokens), ahead of the device. encode
+// says whether it truncated the text: Stats.Truncated counts such rows
+// with those the model cuts.
+func WithText(column string, encode func(string) (ids []int64, truncated bool, err error)) Option {
 	return func(m *Model) { m.text, m.encode = column, encode }
 }
 
 // WithTextPair makes a model that reads text (WithText) read a second
 // text column too and encode each row's two texts as a pair — a
 // cross-encoder's query and passage — into token ids and type ids.
-func WithTextPair(column string, encode func(a, b string) (ids, types []int64, err error)) Option {
+func WithTextPair(column string, encode func(a, b string) (ids, types []int64, truncated bool, err error)) Option {
 	return func(m *Model) { m.textPair, m.encodePair = column, encode }
 }

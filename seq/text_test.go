@@ -29,11 +29,11 @@ func TestWithTextStopsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	encoded := 0
-	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", func(s string) ([]int64, error) {
+	m, err := seq.New(&seqtest.Engine{Width: width}, seq.WithText("body", func(s string) ([]int64, bool, error) {
 		if encoded++; encoded == 3 {
 			cancel()
 		}
-		return []int64{101, int64(s[0]), 102}, nil
+		return []int64{101, int64(s[0]), 102}, false, nil
 	}), seq.WithPlanner(seq.Planner{Buckets: []int{8}}))
 	if err != nil {
 		t.Fatal(err)

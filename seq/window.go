@@ -34,11 +34,13 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	m := s.m
 	schema := b.Record.Schema()
 	var col, typeCol arrow.Array
+	var textsCut int64 // texts the encoder truncated
 	if m.text != "" {
-		ids, types, err := s.encodeText(ctx, b)
+		ids, types, cut, err := s.encodeText(ctx, b)
 		if err != nil {
 			return nil, err
 		}
+		textsCut = cut
 		defer ids.Release()
 		col = ids
 		if types != nil {
@@ -63,7 +65,7 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 	}
 	live := b.Rows()
 	lengths := make([]int, live)
-	var st Stats
+	st := Stats{Truncated: textsCut}
 	for i := range live {
 		n, err := toks.length(i)
 		if err == nil && types != nil {
@@ -138,8 +140,9 @@ func (s *session) Predict(ctx context.Context, b device.Batch) (arrow.RecordBatc
 // token column, and with WithTextPair each row's pair of texts into
 // token and type-id columns; padding rows are empty lists. A null text
 // is a row error. A window whose context ends stops between rows: a
-// request's texts are not tokenized for a caller that has gone.
-func (s *session) encodeText(ctx context.Context, b device.Batch) (ids, types arrow.Array, err error) {
+// request's texts are not tokenized for a caller that has gone. cut
+// counts the texts the encoder truncated.
+func (s *session) encodeText(ctx context.Context, b device.Batch) (ids, types arrow.Array, cut int64, err error) {
 	schema := b.Record.Schema()
 	texts := b.Record.Column(schema.FieldIndices(s.m.text)[0])
 	var pairs arrow.Array
@@ -157,36 +160,42 @@ func (s *session) encodeText(ctx context.Context, b device.Batch) (ids, types ar
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		text, err := stringAt(texts, i, s.m.text)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		if pairs == nil {
-			row, err := s.m.encode(text)
+			row, truncated, err := s.m.encode(text)
 			if err != nil {
-				return nil, nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+				return nil, nil, 0, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
 			}
 			vals.AppendValues(row, nil)
+			if truncated {
+				cut++
+			}
 			continue
 		}
 		pair, err := stringAt(pairs, i, s.m.textPair)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		row, rowTypes, err := s.m.encodePair(text, pair)
+		row, rowTypes, truncated, err := s.m.encodePair(text, pair)
 		if err != nil {
-			return nil, nil, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
+			return nil, nil, 0, &device.RowError{Row: int64(i), Column: s.m.text, Err: err}
 		}
 		vals.AppendValues(row, nil)
 		tvals.AppendValues(rowTypes, nil)
+		if truncated {
+			cut++
+		}
 	}
 	ids = lb.NewArray()
 	if pairs != nil {
 		types = tb.NewArray()
 	}
-	return ids, types, nil
+	return ids, types, cut, nil
 }
 
 // stringAt returns row i of a string column, or a row error if null.

@@ -103,11 +103,32 @@ func TestLongTexts(t *testing.T) {
 	if a, b := infer(long), infer(long[:8192]); !near(a, b) {
 		t.Errorf("a 60 MB text serves as %v, its first 8 KB as %v", a[:4], b[:4])
 	}
+	// Both texts were cut by the tokenizer: the server counts them.
+	resp, err := http.Get(s.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `drainpipe_sequence_truncated_rows_total{model="encoder",version="1"} 2`) {
+		t.Errorf("the served truncated texts are not counted:\n%s", grepLines(string(metrics), "truncated"))
+	}
 	rss = statusKB(t, s.cmd.Process.Pid, "VmHWM") << 10
 	t.Logf("serving a 60 MB text: peak RSS %d MiB", rss>>20)
 	if rss > maxLongTextRSS {
 		t.Errorf("serving a 60 MB text: peak RSS %d MiB, want at most %d", rss>>20, maxLongTextRSS>>20)
 	}
+}
+
+// grepLines returns the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // statusKB reads a kB field of a process's /proc status.

@@ -77,16 +77,16 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	textPair := sq.textPair
 	if tok != nil && sq.inModel {
 		ceiling := int(sq.maxTextBytes)
-		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, error) {
+		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, bool, error) {
 			e, err := tok.EncodeWithin(s, ceiling)
-			return e.IDs, err
+			return e.IDs, e.Truncated, err
 		}))
 		if len(folder.Head.Labels) == 1 {
 			// A cross-encoder reads a query and a passage as a pair.
 			textPair = servedPair
-			opts = append(opts, seq.WithTextPair(textPair, func(a, b string) ([]int64, []int64, error) {
+			opts = append(opts, seq.WithTextPair(textPair, func(a, b string) ([]int64, []int64, bool, error) {
 				e, err := tok.EncodePairWithin(a, b, ceiling)
-				return e.IDs, e.TypeIDs, err
+				return e.IDs, e.TypeIDs, e.Truncated, err
 			}))
 			desc += " pair=" + textPair
 		}
