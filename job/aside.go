@@ -342,30 +342,15 @@ func goodTensor(col arrow.Array, width int) bool {
 
 // dropRows returns rec without the bad rows.
 func dropRows(mem memory.Allocator, rec arrow.RecordBatch, bad []badRow) (arrow.RecordBatch, error) {
-	var runs []arrow.RecordBatch
-	from := int64(0)
-	for _, b := range bad {
-		if int64(b.row) > from {
-			runs = append(runs, rec.NewSlice(from, int64(b.row)))
-		}
-		from = int64(b.row) + 1
+	rows := make([]int, len(bad))
+	for i, b := range bad {
+		rows[i] = b.row
 	}
-	if from < rec.NumRows() {
-		runs = append(runs, rec.NewSlice(from, rec.NumRows()))
-	}
-	defer func() {
-		for _, r := range runs {
-			r.Release()
-		}
-	}()
-	if len(runs) == 0 {
-		return rec.NewSlice(0, 0), nil
-	}
-	joined, err := dataset.Concat(mem, rec.Schema(), runs)
+	out, err := dataset.WithoutRows(mem, rec, rows)
 	if err != nil {
 		return nil, fmt.Errorf("setting aside %d rows: %w", len(bad), err)
 	}
-	return joined, nil
+	return out, nil
 }
 
 func releaseArrays(cols []arrow.Array) {

@@ -267,7 +267,7 @@ func Encodings(ds *dataset.Dataset, tok *Tokenizer, textColumn string, cols Colu
 			o.truncated.Add(cut)
 		}
 		if len(refused) > 0 {
-			kept, err := withoutRows(mem, rec, refused)
+			kept, err := dataset.WithoutRows(mem, rec, refused)
 			if err != nil {
 				return nil, err
 			}
@@ -353,29 +353,4 @@ func encodeRows(tok *Tokenizer, in rowsIn, workers int, decode bool) ([]row, []e
 		}
 	}
 	return rows, errs
-}
-
-// withoutRows returns rec without the rows at the indices drop (in
-// order), copied.
-func withoutRows(mem memory.Allocator, rec arrow.RecordBatch, drop []int) (arrow.RecordBatch, error) {
-	var runs []arrow.RecordBatch
-	defer func() {
-		for _, r := range runs {
-			r.Release()
-		}
-	}()
-	from := int64(0)
-	for _, i := range drop {
-		if int64(i) > from {
-			runs = append(runs, rec.NewSlice(from, int64(i)))
-		}
-		from = int64(i) + 1
-	}
-	if from < rec.NumRows() {
-		runs = append(runs, rec.NewSlice(from, rec.NumRows()))
-	}
-	if len(runs) == 0 {
-		return rec.NewSlice(0, 0), nil
-	}
-	return dataset.Concat(mem, rec.Schema(), runs)
 }
