@@ -59,6 +59,9 @@ func Tool(ctx context.Context, pkg, version string) (string, error) {
 // of the caller's.
 func goCommand(ctx context.Context, dir string, env []string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
+	// A cancelled go leaves its compilers to finish; their output is not
+	// waited for past this.
+	cmd.WaitDelay = waitDelay
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -66,6 +69,9 @@ func goCommand(ctx context.Context, dir string, env []string, args ...string) er
 	}
 	return nil
 }
+
+// waitDelay bounds the wait for a cancelled build's output.
+const waitDelay = 5 * time.Second
 
 // Folder is where the made servers and packages are kept: drainpipe-test
 // in the user's cache folder ($XDG_CACHE_HOME or ~/.cache on Linux).
@@ -198,6 +204,7 @@ func NPM(ctx context.Context, name string, specs ...string) (string, error) {
 			return errors.New("npm is not on the PATH")
 		}
 		cmd := exec.CommandContext(ctx, "npm", append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts"}, specs...)...)
+		cmd.WaitDelay = waitDelay
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("npm install %s: %w: %s", strings.Join(specs, " "), err, out)
 		}
