@@ -8,8 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-
-	"golang.org/x/sync/semaphore"
+	"sync/atomic"
 )
 
 // errBusy refuses a request that would take the server past the request
@@ -24,19 +23,35 @@ var errBusy = &Error{Code: CodeOverloaded, Err: errors.New("the server holds all
 // byte is read, then what arrives past it, decoded) and a gRPC infer
 // request its message's, until it is answered.
 type budget struct {
-	sem *semaphore.Weighted
+	limit int64
+	used  atomic.Int64
 	// held is what each REST request being served holds, by request; its
 	// handler's end gives it back (hold).
 	held sync.Map // *http.Request → *int64
 }
 
-func newBudget(limit int64) *budget { return &budget{sem: semaphore.NewWeighted(limit)} }
+func newBudget(limit int64) *budget { return &budget{limit: limit} }
 
-func (b *budget) take(n int64) bool { return n <= 0 || b.sem.TryAcquire(n) }
+// take takes n bytes if the budget has them, without waiting: a request
+// is refused, never queued.
+func (b *budget) take(n int64) bool {
+	for {
+		used := b.used.Load()
+		if n <= 0 {
+			return true
+		}
+		if used+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
 
 func (b *budget) give(n int64) {
 	if n > 0 {
-		b.sem.Release(n)
+		b.used.Add(-n)
 	}
 }
 

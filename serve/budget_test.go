@@ -13,6 +13,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
 // The server holds at most its in-flight bytes of requests at once. A
@@ -100,13 +103,25 @@ func TestInflightBudgetHoldsARequest(t *testing.T) {
 }
 
 // What the budget's hold and a charged body add to a REST request,
-// against the handler alone (the request's own cost is microseconds).
+// against the handler alone (the request's own cost is microseconds),
+// and what a gRPC infer request's charge costs (take, note, give back).
 func BenchmarkBudgetHold(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 512)
 	s := &Server{budget: newBudget(1 << 30), cfg: config{maxBody: 1 << 20, bodyTimeout: time.Minute}}
 	read := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.readBody(w, r); err != nil {
 			b.Fatal(err)
+		}
+	})
+	b.Run("grpc", func(b *testing.B) {
+		req := &pb.ModelInferRequest{ModelName: "m", Inputs: []*pb.ModelInferRequest_InferInputTensor{{Name: "features", Datatype: "FP32", Shape: []int64{1, 128}}},
+			RawInputContents: [][]byte{body}}
+		for b.Loop() {
+			n := int64(proto.Size(req))
+			if !s.budget.take(n) {
+				b.Fatal("no budget")
+			}
+			s.budget.give(n)
 		}
 	})
 	for name, h := range map[string]http.Handler{"handler": read, "held": s.budget.hold(read)} {

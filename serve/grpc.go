@@ -41,9 +41,6 @@ type grpcService struct {
 	// garbled holds the infer requests whose bytes were not a message,
 	// by the empty message the handler gets, with the decoding error.
 	garbled sync.Map
-	// charged holds what each infer request took of the budget, until
-	// its handler gives it back.
-	charged sync.Map
 }
 
 // inferCodec is gRPC's proto codec, except that an infer request that is
@@ -63,14 +60,6 @@ func (c inferCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	// The message's bytes are held until it is answered: charged to the
-	// budget first, given back by ModelInfer.
-	n := int64(data.Len())
-	if !c.g.s.budget.take(n) {
-		c.g.garbled.Store(req, errBusy)
-		return nil
-	}
-	c.g.charged.Store(req, n)
 	// What the message declares is checked before it is decoded (the
 	// bytes once in one piece, as the proto codec has them).
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
@@ -125,14 +114,15 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequ
 // request with raw_input_contents, typed contents otherwise.
 func (g *grpcService) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
 	began := time.Now()
-	if n, ok := g.charged.LoadAndDelete(in); ok {
-		defer g.s.budget.give(n.(int64))
-	}
 	var req *inferRequest
 	var err error
 	if bad, ok := g.garbled.LoadAndDelete(in); ok {
 		err = bad.(error)
+	} else if n := int64(proto.Size(in)); !g.s.budget.take(n) {
+		// The message is held until it is answered, as a REST body is.
+		err = errBusy
 	} else {
+		defer g.s.budget.give(n)
 		req, err = decodeGRPC(in)
 	}
 	var resp *inferResponse
