@@ -138,6 +138,10 @@ func newBatcher(ctx context.Context, p *predict.Predictor, schema *arrow.Schema,
 // Schema returns the schema requests must have.
 func (b *Batcher) Schema() *arrow.Schema { return b.schema }
 
+// QueueRows is the bound on the rows held queued (Options.QueueRows,
+// or its default).
+func (b *Batcher) QueueRows() int { return b.opts.QueueRows }
+
 // QueuedRows returns the rows waiting for a batch now: Stats' QueuedRows
 // without the rest of the snapshot, for a gauge read often.
 func (b *Batcher) QueuedRows() int {

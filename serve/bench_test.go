@@ -27,7 +27,7 @@ func BenchmarkRESTCodec(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, err := decodeInferJSON(body, nil, ""); err != nil {
+			if _, err := decodeInferJSON(body, nil, "", nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -35,7 +35,7 @@ func BenchmarkRESTCodec(b *testing.B) {
 	b.Run("decode-1-row", func(b *testing.B) {
 		b.SetBytes(int64(len(row)))
 		for b.Loop() {
-			if _, err := decodeInferJSON(row, nil, ""); err != nil {
+			if _, err := decodeInferJSON(row, nil, "", nil); err != nil {
 				b.Fatal(err)
 			}
 		}

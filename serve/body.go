@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	default:
 		return nil, invalid(fmt.Errorf("Content-Encoding %q: the server reads gzip or none", enc))
 	}
-	body, err := io.ReadAll(&chargedReader{r: in, b: s.budget, req: r, credit: credit})
+	body, err := readAll(&chargedReader{r: in, b: s.budget, req: r, credit: credit}, credit)
 	if errors.Is(err, errBusy) {
 		return nil, errBusy
 	}
@@ -70,6 +71,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	rc.SetReadDeadline(time.Time{})
 	return body, nil
+}
+
+// readAll reads r to its end into one buffer of size bytes, when the
+// size is known, or of the size it comes to: io.ReadAll's doubling
+// allocates up to three times the body.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // sourceReader is the body as it arrives, with the error its read

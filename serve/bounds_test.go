@@ -43,7 +43,7 @@ func TestDeclaredSizeIsBounded(t *testing.T) {
 	}
 	for name, body := range rest {
 		var err error
-		got := allocated(func() { _, err = decodeInferJSON(body, nil, "") })
+		got := allocated(func() { _, err = decodeInferJSON(body, nil, "", nil) })
 		var e *Error
 		if !errors.As(err, &e) || e.Code != CodeTooLarge || !errors.Is(err, errDeclared) {
 			t.Fatalf("REST %s: %v, want over the bounds", name, err)

@@ -65,7 +65,7 @@ func FuzzRESTInfer(f *testing.F) {
 	}
 	m := fuzzModel(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := decodeInferJSON(body, nil, "")
+		req, err := decodeInferJSON(body, nil, "", nil)
 		if err != nil {
 			if codeOf(err) != CodeInvalid {
 				t.Fatalf("a bad body gave %v, not CodeInvalid", err)

@@ -68,6 +68,10 @@ func (c inferCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		c.g.garbled.Store(req, &Error{Code: CodeTooLarge, Err: err})
 		return nil
 	}
+	if err := c.g.s.admitWire(buf.ReadOnlyData()); err != nil {
+		c.g.garbled.Store(req, err)
+		return nil
+	}
 	if err := proto.Unmarshal(buf.ReadOnlyData(), req); err != nil {
 		proto.Reset(req)
 		c.g.garbled.Store(req, invalid(fmt.Errorf("not a ModelInferRequest message: %w", err)))
@@ -107,7 +111,7 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *pb.ModelMetadataRequ
 		}
 		return out
 	}
-	return &pb.ModelMetadataResponse{Name: m.name, Versions: g.s.reg.versions(m.name), Platform: m.platform, Inputs: meta(m.inputs), Outputs: meta(m.outputs)}, nil
+	return &pb.ModelMetadataResponse{Name: m.name, Versions: g.s.reg.versions(m.name), Platform: m.platform, Inputs: meta(m.listedInputs()), Outputs: meta(m.outputs)}, nil
 }
 
 // ModelInfer answers in the form it was asked: raw_output_contents for a

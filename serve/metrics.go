@@ -135,7 +135,7 @@ func newSequenceCollector(reg *registry) *sequenceCollector {
 	return &sequenceCollector{reg: reg,
 		tokens:    prometheus.NewDesc("drainpipe_sequence_tokens_total", "Real tokens a sequence model ran.", labels, nil),
 		slots:     prometheus.NewDesc("drainpipe_sequence_token_slots_total", "Token slots a sequence model ran, padding included: 1 - tokens/slots is the padding waste.", labels, nil),
-		truncated: prometheus.NewDesc("drainpipe_sequence_truncated_rows_total", "Rows cut at the longest sequence.", labels, nil),
+		truncated: prometheus.NewDesc("drainpipe_sequence_truncated_rows_total", "Rows cut at the longest sequence, or texts the tokenizer cut at the model's length.", labels, nil),
 		shapes:    prometheus.NewDesc("drainpipe_sequence_sub_batches_total", "Sub-batches a sequence model ran, by shape (rows×tokens).", append(labels, "shape"), nil),
 	}
 }
@@ -158,7 +158,7 @@ func (c *sequenceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(c.tokens, st.Tokens-w.Tokens)
 		counter(c.slots, st.Slots-w.Slots)
-		counter(c.truncated, st.Truncated-w.Truncated)
+		counter(c.truncated, st.Truncated-w.Truncated+m.textCut.Load())
 		declared := m.sequence.Shapes()
 		byLabel := map[string]int64{}
 		for sh, n := range st.Shapes {

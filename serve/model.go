@@ -47,11 +47,8 @@ type ModelSpec struct {
 	// Sequence, for a sequence model (a seq.Model), reports its tokens,
 	// padding and shapes, which /metrics exports.
 	Sequence SequenceStats
-	// Tokens, for a model that reads text, counts the tokens its
-	// tokenizer keeps of a text: the usage /v1/embeddings reports.
-	Tokens func(text string) (int, error)
-	// Text, for a model that reads text, is what TEI's endpoints need
-	// of it: its tokenizer, length and labels.
+	// Text, for a sequence model that ships a tokenizer, encodes the
+	// text its requests send into its token inputs (Input stays those).
 	Text *TextModel
 
 	// note is what the repository index says of the version served.
@@ -88,14 +85,15 @@ type model struct {
 	// warm-up ran, left out of the metrics.
 	sequence  SequenceStats
 	warmedSeq seq.Stats
-	tokens    func(string) (int, error) // ModelSpec.Tokens
-	text      *TextModel                // ModelSpec.Text
+	text      *TextModel   // ModelSpec.Text
+	textCut   atomic.Int64 // texts the tokenizer cut at the model's length
+	maxRows   int          // the rows a request may hold: the queue's bound
 }
 
 // start opens the model's sessions and runs one row of zeros through them,
 // which tells the output tensors and warms the device up.
 func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.Observer) (*model, error) {
-	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence, tokens: spec.Tokens, text: spec.Text}
+	m := &model{name: spec.Name, version: spec.Version, platform: spec.Platform, input: spec.Input, sequence: spec.Sequence, text: spec.Text}
 	if m.version == "" {
 		m.version = DefaultVersion
 	}
@@ -123,6 +121,7 @@ func start(ctx context.Context, spec ModelSpec, logger *slog.Logger, obs online.
 	if m.batcher, err = online.NewBatcher(ctx, p, spec.Input, batching); err != nil {
 		return nil, fmt.Errorf("model %s: %w", spec.Name, err)
 	}
+	m.maxRows = m.batcher.QueueRows()
 	if err := m.warmUp(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("model %s: warm-up: %w", spec.Name, err), m.batcher.Close(context.WithoutCancel(ctx)))
 	}
@@ -213,7 +212,9 @@ func (m *model) record(inputs []*tensor) (arrow.RecordBatch, int, error) {
 		}
 		rows = n
 		var offsets []int32
-		if _, isSeq := f.Type.(*arrow.ListType); isSeq && m.sequence != nil {
+		if _, isSeq := f.Type.(*arrow.ListType); isSeq && t.ends != nil {
+			offsets = t.ends
+		} else if isSeq && m.sequence != nil {
 			if t, offsets, err = m.tokenRows(t, mask); err != nil {
 				return nil, 0, err
 			}

@@ -48,7 +48,7 @@ func (s *Server) load(ctx context.Context, spec ModelSpec, source fileState) (*m
 	if s.isStarted() && !s.draining.Load() {
 		s.health.SetServingStatus(m.name, healthpb.HealthCheckResponse_SERVING)
 	}
-	s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.inputs), "outputs", names(m.outputs), "start", time.Since(began))
+	s.cfg.logger.Info("model ready", "model", m.name, "version", m.version, "inputs", names(m.listedInputs()), "outputs", names(m.outputs), "start", time.Since(began))
 	return m, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.opentelemetry.io/otel/attribute"
 	// The GenAI attributes, which later versions keep apart.
 	genai "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -47,9 +46,9 @@ func (in embeddingInputs) len() int { return len(in.texts) + len(in.tokens) }
 
 // parseEmbeddingInput reads input as OpenAI takes it: a string, an
 // array of strings, an array of token ids, or an array of those, keeping
-// at most keep ids of a token array (what the model runs; 0 for a model
-// that takes no ids, which refuses them unread). An empty text is a text,
-// as in a job (its special tokens alone); an empty array is refused.
+// at most keep ids of a token array (what the model runs). An empty
+// text is a text, as in a job (its special tokens alone); an empty array
+// is refused.
 // Nothing is decoded twice, and the inputs are counted before they are
 // decoded: what a request allocates is bounded by its body's bytes and
 // by inputs × keep ids, whatever the body holds.
@@ -83,20 +82,22 @@ func parseEmbeddingInput(raw json.RawMessage, keep int) (embeddingInputs, error)
 			return embeddingInputs{}, fmt.Errorf("input mixes kinds or holds something else: %w", err)
 		}
 		return in, nil
-	case keep == 0:
-		return in, errTakesText
 	}
 	var err error
 	in.tokens, err = parseTokenIDs(raw, keep)
 	return in, err
 }
 
-// errTakesText refuses token ids to a model that reads text.
-var errTakesText = errors.New("the model takes text, not token ids")
-
 // countElements counts the elements of the JSON array at b[0] without
 // decoding them (to the end of b at most, for bytes that are not JSON).
 func countElements(b []byte) int {
+	return eachElement(b, func([]byte) bool { return true })
+}
+
+// eachElement calls fn with each element of the JSON array at b[0] (its
+// bytes to its end), without decoding it, until fn returns false; it
+// returns the elements seen.
+func eachElement(b []byte, fn func(elem []byte) bool) int {
 	n := 0
 	for i := 1; i < len(b); {
 		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',') {
@@ -105,54 +106,50 @@ func countElements(b []byte) int {
 		if i >= len(b) || b[i] == ']' {
 			break
 		}
+		end := skipValue(b, i)
 		n++
-		i = skipValue(b, i)
+		if !fn(b[i:end]) {
+			break
+		}
+		i = max(end, i+1)
 	}
 	return n
 }
 
+// allStrings reports whether every element of the JSON array at b[0] is
+// a string: checked before decoding, as encoding/json allocates an error
+// for each element of the wrong kind, 80 times the bytes of a long array.
+func allStrings(b []byte) bool {
+	ok := true
+	eachElement(b, func(e []byte) bool { ok = e[0] == '"'; return ok })
+	return ok
+}
+
 // embeddingRequest makes the inference request of the inputs for model
-// m: texts for a model that reads text, token ids (padded, with their
-// attention_mask) for one that reads them. It cuts in's token arrays in
-// place to what the model runs, which usage then counts.
-func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, error) {
-	if m.input.NumFields() != 1 {
-		return nil, fmt.Errorf("model %s takes %s, not one text or token input", m.name, names(m.inputs))
-	}
-	f := m.input.Field(0)
+// m, a sequence model, and counts the tokens it runs: texts encoded once
+// by its tokenizer, or token arrays cut where the model cuts them (its
+// planner's longest), so that a request holds at most rows × that many
+// ids, whatever one long array in the body asks.
+func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, int, error) {
 	req := &inferRequest{model: m.name, version: m.version, outputs: []string{embeddingOutput}}
-	switch _, isList := f.Type.(*arrow.ListType); {
-	case f.Type.ID() == arrow.STRING && in.texts != nil:
-		req.inputs = []*tensor{{name: f.Name, datatype: "BYTES", shape: []int64{int64(len(in.texts))}, data: in.texts}}
-	case isList && in.tokens != nil && m.sequence != nil:
-		// Each row cut where the model cuts it (its planner's longest),
-		// so that padding to the longest row holds at most rows × that
-		// many slots, whatever one long array in the body asks.
-		planner := m.sequence.Planner()
-		width := 0
-		for i, row := range in.tokens {
-			in.tokens[i] = row[:planner.Length(len(row))]
-			width = max(width, len(in.tokens[i]))
+	if in.texts != nil {
+		encs, err := m.encode(in.texts, nil, false)
+		if err != nil {
+			return nil, 0, err
 		}
-		ids, mask := make([]int64, 0, width*len(in.tokens)), make([]int64, 0, width*len(in.tokens))
-		pad := m.sequence.PadID()
-		for _, row := range in.tokens {
-			ids = append(ids, row...)
-			for range row {
-				mask = append(mask, 1)
-			}
-			for range width - len(row) {
-				ids, mask = append(ids, pad), append(mask, 0)
-			}
-		}
-		shape := []int64{int64(len(in.tokens)), int64(width)}
-		req.inputs = []*tensor{{name: f.Name, datatype: "INT64", shape: shape, data: ids}, {name: "attention_mask", datatype: "INT64", shape: shape, data: mask}}
-	case isList:
-		return nil, fmt.Errorf("model %s takes token ids, not text", m.name)
-	default:
-		return nil, fmt.Errorf("model %s takes text, not token ids", m.name)
+		req.inputs = m.tokenInputs(encs)
+		return req, usage(encs), nil
 	}
-	return req, nil
+	if m.input.NumFields() != 1 {
+		return nil, 0, invalid(fmt.Errorf("model %s takes %s, not one token input", m.name, names(m.inputs)))
+	}
+	planner, tokens := m.sequence.Planner(), 0
+	for i, row := range in.tokens {
+		in.tokens[i] = row[:planner.Length(len(row))]
+		tokens += len(in.tokens[i])
+	}
+	req.inputs = []*tensor{raggedTensor(m.input.Field(0).Name, in.tokens)}
+	return req, tokens, nil
 }
 
 // embeddingJSON is one embedding of the answer: a []float32, or its
@@ -218,34 +215,16 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) (model string, st
 	if err != nil {
 		return req.Model, 0, err
 	}
-	keep := 0
-	if m.sequence != nil {
-		keep = m.sequence.Planner().Length(math.MaxInt)
+	if m.sequence == nil {
+		return req.Model, 0, invalid(fmt.Errorf("model %s is not a sequence model: embeddings are of text or token ids", m.name))
 	}
-	in, err := parseEmbeddingInput(req.Input, keep)
-	if errors.Is(err, errTakesText) {
-		err = fmt.Errorf("model %s takes text, not token ids", m.name)
-	}
+	in, err := parseEmbeddingInput(req.Input, m.sequence.Planner().Length(math.MaxInt))
 	if err != nil {
 		return req.Model, 0, invalid(err)
 	}
-	ir, err := embeddingRequest(m, in)
+	ir, tokens, err := embeddingRequest(m, in)
 	if err != nil {
-		return req.Model, 0, invalid(err)
-	}
-	tokens := 0
-	for _, ids := range in.tokens {
-		tokens += len(ids)
-	}
-	for _, text := range in.texts {
-		if m.tokens == nil {
-			break
-		}
-		n, err := m.tokens(text)
-		if err != nil {
-			return req.Model, 0, invalid(fmt.Errorf("input: %w", err))
-		}
-		tokens += n
+		return req.Model, 0, err
 	}
 	resp, err := s.infer(r.Context(), ir)
 	if err != nil {

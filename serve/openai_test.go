@@ -77,9 +77,6 @@ func TestTokenIDsBoundedByWhatIsKept(t *testing.T) {
 	if _, err := parseEmbeddingInput(body, 512); err == nil || !strings.Contains(err.Error(), "not an integer") {
 		t.Errorf("a bad id past the cut: %v", err)
 	}
-	if _, err := parseEmbeddingInput(body, 0); err != errTakesText {
-		t.Errorf("ids to a text model: %v", err)
-	}
 }
 
 // dimensions keeps the first d elements at unit length; base64 is the

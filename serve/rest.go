@@ -146,7 +146,7 @@ func (s *Server) restModelMetadata(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, modelMetadataJSON{Name: m.name, Versions: s.reg.versions(m.name), Platform: m.platform, Inputs: m.inputs, Outputs: m.outputs})
+	writeJSON(w, http.StatusOK, modelMetadataJSON{Name: m.name, Versions: s.reg.versions(m.name), Platform: m.platform, Inputs: m.listedInputs(), Outputs: m.outputs})
 }
 
 func (s *Server) restModelReady(w http.ResponseWriter, r *http.Request) {
@@ -232,18 +232,23 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 		}
 		body, binary = body[:n], body[n:]
 	}
-	req, err := decodeInferJSON(body, binary, r.Header.Get(TimeoutHeader))
+	m, err := s.lookup(r.PathValue("name"), r.PathValue("version"))
 	if err != nil {
 		return nil, err
 	}
-	req.model, req.version = r.PathValue("name"), r.PathValue("version")
+	req, err := decodeInferJSON(body, binary, r.Header.Get(TimeoutHeader), m.admits)
+	if err != nil {
+		return nil, err
+	}
+	req.model, req.version = m.name, m.version
 	return req, nil
 }
 
 // decodeInferJSON decodes the REST infer request body: its JSON, and the
 // binary tensors after it (the binary tensor data extension) in binary;
-// timeoutHeader is the request's TimeoutHeader, if any.
-func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, error) {
+// timeoutHeader is the request's TimeoutHeader, if any. admit, if not
+// nil, checks each input's declared shape before its data is decoded.
+func decodeInferJSON(body, binary []byte, timeoutHeader string, admit func(name string, shape []int64) error) (*inferRequest, error) {
 	if err := checkDeclaredJSON(body); err != nil {
 		return nil, &Error{Code: CodeTooLarge, Err: err}
 	}
@@ -263,6 +268,11 @@ func decodeInferJSON(body, binary []byte, timeoutHeader string) (*inferRequest, 
 		d, n, err := tensorType(t.Name, t.Datatype, t.Shape)
 		if err != nil {
 			return nil, invalid(err)
+		}
+		if admit != nil {
+			if err := admit(t.Name, t.Shape); err != nil {
+				return nil, err
+			}
 		}
 		size, isBinary, err := binarySize(t.Parameters, "binary_data_size")
 		if err != nil {

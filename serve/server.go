@@ -411,7 +411,13 @@ func (s *Server) infer(ctx context.Context, req *inferRequest) (*inferResponse, 
 	if err := m.checkOutputs(req.outputs); err != nil {
 		return nil, invalid(err)
 	}
-	rec, rows, err := m.record(req.inputs)
+	inputs := req.inputs
+	if m.text != nil {
+		if inputs, err = m.textTensors(inputs); err != nil {
+			return nil, invalid(err)
+		}
+	}
+	rec, rows, err := m.record(inputs)
 	if err != nil {
 		return nil, invalid(err)
 	}

@@ -21,49 +21,23 @@ import (
 // does /embed on a server of one text model; /tei/{model}/embed names one
 // on any server (a TEI client's base URL is then .../tei/{model}).
 
-// TextModel is what the text endpoints need of a model that reads text
-// (a "text" input, and "text_pair" for a cross-encoder).
-type TextModel struct {
-	// Encode tokenizes a text, or a pair, as the model does.
-	Encode func(text, pair string, isPair bool) (TextEncoding, error)
-	// MaxLength is the most tokens a text keeps.
-	MaxLength int
-	// Labels are a classifier's id2label, in id order.
-	Labels []string
-	// Pooling names an embedding model's pooling, for /info.
-	Pooling string
-}
-
-// TextEncoding is a tokenized text.
-type TextEncoding struct {
-	IDs     []int64
-	Tokens  []string
-	Offsets [][2]int // bytes of the text (of the pair, for its tokens)
-	Special []bool
-	// Truncated reports a text longer than the model keeps.
-	Truncated bool
-}
-
 // teiError is TEI's error body.
 type teiError struct {
 	Error     string `json:"error"`
 	ErrorType string `json:"error_type"`
 }
 
-// errUnprocessable marks a request TEI answers 422.
-type errUnprocessable struct{ error }
-
+// unprocessable is a request TEI answers 422, as any invalid one.
 func unprocessable(format string, args ...any) error {
-	return errUnprocessable{fmt.Errorf(format, args...)}
+	return invalid(fmt.Errorf(format, args...))
 }
 
 // writeTEIError answers an error in TEI's shape and statuses.
 func writeTEIError(w http.ResponseWriter, err error) int {
 	retryAfter(w, err)
 	status, kind := httpStatus[codeOf(err)], "Validation"
-	var u errUnprocessable
 	switch {
-	case errors.As(err, &u), codeOf(err) == CodeInvalid:
+	case codeOf(err) == CodeInvalid:
 		status = http.StatusUnprocessableEntity
 	case codeOf(err) == CodeOverloaded:
 		kind = "Overloaded"
@@ -103,7 +77,7 @@ func (s *Server) teiRoot(w http.ResponseWriter, r *http.Request, m *model) (int,
 	switch {
 	case hasOutput(m, embeddingOutput):
 		return s.teiEmbed(w, r, m)
-	case m.input.NumFields() == 2:
+	case m.text.Pair:
 		return s.teiRerank(w, r, m)
 	}
 	return s.teiPredict(w, r, m)
@@ -133,7 +107,7 @@ func (s *Server) textModel(name string) (*model, error) {
 	if name != "" {
 		m, err := s.lookup(name, "")
 		if err == nil && m.text == nil {
-			err = unprocessable("model %s does not read text (serve it from a model folder with --tokenize)", name)
+			err = unprocessable("model %s %v", name, errNoTokenizer)
 		}
 		return m, err
 	}
@@ -154,7 +128,8 @@ func (s *Server) textModel(name string) (*model, error) {
 
 // teiInputs reads TEI's inputs: a string, or an array of strings (single
 // tells which, as the answer's shape follows it); at most
-// MaxEmbeddingInputs (413 past it, counted before anything is decoded).
+// MaxEmbeddingInputs (413 past it), counted and checked to be strings
+// before anything is decoded.
 func teiInputs(raw json.RawMessage) (texts []string, single bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -162,57 +137,35 @@ func teiInputs(raw json.RawMessage) (texts []string, single bool, err error) {
 		err := json.Unmarshal(raw, &t)
 		return []string{t}, true, err
 	}
-	if len(raw) > 0 && raw[0] == '[' {
-		if n := countElements(raw); n > MaxEmbeddingInputs {
-			return nil, false, &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", n, MaxEmbeddingInputs)}
-		}
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false, unprocessable("inputs: want a string or a non-empty array of strings")
 	}
-	if err := json.Unmarshal(raw, &texts); err != nil || len(texts) == 0 {
+	if n := countElements(raw); n > MaxEmbeddingInputs {
+		return nil, false, tooManyInputs(n)
+	}
+	if !allStrings(raw) || json.Unmarshal(raw, &texts) != nil || len(texts) == 0 {
 		return nil, false, unprocessable("inputs: want a string or a non-empty array of strings")
 	}
 	return texts, false, nil
 }
 
-// checkTextLength refuses, without truncate, a text longer than the model
-// keeps, as TEI does; with it, the model's tokenizer truncates. Only the
-// right end is cut, as the model folder's tokenizer says.
-func checkTextLength(m *model, texts, pairs []string, truncate bool, direction string) error {
-	if direction != "" && direction != "Right" {
-		return unprocessable("truncation_direction %q: this model's tokenizer truncates on the right", direction)
-	}
-	if truncate {
-		return nil
-	}
-	for i, t := range texts {
-		pair := ""
-		if pairs != nil {
-			pair = pairs[i]
-		}
-		e, err := m.text.Encode(t, pair, pairs != nil)
-		if err != nil {
-			return unprocessable("inputs %d: %v", i, err)
-		}
-		if e.Truncated {
-			return unprocessable("Input validation error: `inputs` must have less than %d tokens (input %d has more); send truncate: true to cut it", m.text.MaxLength, i)
-		}
-	}
-	return nil
+// tooManyInputs is TEI's answer to a batch over its bound.
+func tooManyInputs(n int) error {
+	return &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", n, MaxEmbeddingInputs)}
 }
 
-// runText infers outputs of texts (and pairs) on m.
-func (s *Server) runText(r *http.Request, m *model, texts, pairs []string, outputs ...string) (*inferResponse, error) {
-	shape := []int64{int64(len(texts))}
-	req := &inferRequest{model: m.name, version: m.version, outputs: outputs,
-		inputs: []*tensor{{name: m.input.Field(0).Name, datatype: "BYTES", shape: shape, data: texts}}}
-	if pairs != nil {
-		if m.input.NumFields() != 2 {
-			return nil, unprocessable("model %s reads single texts, not pairs", m.name)
-		}
-		req.inputs = append(req.inputs, &tensor{name: m.input.Field(1).Name, datatype: "BYTES", shape: shape, data: pairs})
-	} else if m.input.NumFields() != 1 {
-		return nil, unprocessable("model %s reads pairs of texts (a query and a passage)", m.name)
+// runText infers outputs of texts (and pairs) on m, each text encoded
+// once: without truncate a text longer than the model keeps is refused,
+// as TEI does; with it, the model's tokenizer cuts its right end.
+func (s *Server) runText(r *http.Request, m *model, texts, pairs []string, truncate bool, direction string, outputs ...string) (*inferResponse, error) {
+	if direction != "" && direction != "Right" {
+		return nil, unprocessable("truncation_direction %q: this model's tokenizer truncates on the right", direction)
 	}
-	return s.infer(r.Context(), req)
+	encs, err := m.encode(texts, pairs, !truncate)
+	if err != nil {
+		return nil, err
+	}
+	return s.infer(r.Context(), &inferRequest{model: m.name, version: m.version, outputs: outputs, inputs: m.tokenInputs(encs)})
 }
 
 // floats returns an output's rows of FP32 values.
@@ -254,13 +207,10 @@ func (s *Server) teiEmbed(w http.ResponseWriter, r *http.Request, m *model) (int
 		return 0, unprocessable("prompt_name %q: this model has no prompts", *req.PromptName)
 	}
 	texts, _, err := teiInputs(req.Inputs)
-	if err == nil {
-		err = checkTextLength(m, texts, nil, req.Truncate, req.TruncationDirection)
-	}
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.runText(r, m, texts, nil, embeddingOutput)
+	resp, err := s.runText(r, m, texts, nil, req.Truncate, req.TruncationDirection, embeddingOutput)
 	if err != nil {
 		return 0, err
 	}
@@ -301,32 +251,31 @@ func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))
 
 func (s *Server) teiRerank(w http.ResponseWriter, r *http.Request, m *model) (int, error) {
 	var req struct {
-		Query               string   `json:"query"`
-		Texts               []string `json:"texts"`
-		Truncate            bool     `json:"truncate"`
-		TruncationDirection string   `json:"truncation_direction"`
-		RawScores           bool     `json:"raw_scores"`
-		ReturnText          bool     `json:"return_text"`
+		Query               string          `json:"query"`
+		Texts               json.RawMessage `json:"texts"`
+		Truncate            bool            `json:"truncate"`
+		TruncationDirection string          `json:"truncation_direction"`
+		RawScores           bool            `json:"raw_scores"`
+		ReturnText          bool            `json:"return_text"`
 	}
 	if err := s.decodeTEI(w, r, &req); err != nil {
 		return 0, err
 	}
+	if t := bytes.TrimSpace(req.Texts); len(t) == 0 || t[0] != '[' {
+		return 0, unprocessable("texts: want an array of strings")
+	}
+	texts, _, err := teiInputs(req.Texts)
 	switch {
-	case len(req.Texts) == 0:
-		return 0, unprocessable("texts is empty")
-	case len(req.Texts) > MaxEmbeddingInputs:
-		return 0, &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", len(req.Texts), MaxEmbeddingInputs)}
-	case m.input.NumFields() != 2:
+	case err != nil:
+		return 0, err
+	case !m.text.Pair:
 		return 0, unprocessable("model %s is not a reranker (a cross-encoder reading pairs)", m.name)
 	}
-	queries := make([]string, len(req.Texts))
+	queries := make([]string, len(texts))
 	for i := range queries {
 		queries[i] = req.Query
 	}
-	if err := checkTextLength(m, queries, req.Texts, req.Truncate, req.TruncationDirection); err != nil {
-		return 0, err
-	}
-	resp, err := s.runText(r, m, queries, req.Texts, "logits")
+	resp, err := s.runText(r, m, queries, texts, req.Truncate, req.TruncationDirection, "logits")
 	if err != nil {
 		return 0, err
 	}
@@ -346,7 +295,7 @@ func (s *Server) teiRerank(w http.ResponseWriter, r *http.Request, m *model) (in
 			ranks[i].Score = sigmoid(l[0])
 		}
 		if req.ReturnText {
-			ranks[i].Text = &req.Texts[i]
+			ranks[i].Text = &texts[i]
 		}
 	}
 	slices.SortStableFunc(ranks, func(a, b rank) int { return cmp.Compare(b.Score, a.Score) })

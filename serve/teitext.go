@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,32 +12,39 @@ import (
 // predictInputs reads /predict's inputs as TEI's untagged types do: a
 // string; a pair ["a", "b"]; or an array of those ([["a", "b"]], or
 // ["a", "b", "c"]). single tells whether the answer is one list of
-// scores or a list of them.
+// scores or a list of them. The inputs are counted and their kinds
+// checked before anything is decoded.
 func predictInputs(raw json.RawMessage) (texts, pairs []string, single bool, err error) {
 	raw = bytes.TrimSpace(raw)
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil, true, nil
+	bad := unprocessable("inputs: want a string, a pair [a, b], or an array of those")
+	if len(raw) == 0 || raw[0] != '[' {
+		texts, single, err = teiInputs(raw)
+		return texts, nil, single, err
 	}
-	var flat []string
-	if json.Unmarshal(raw, &flat) == nil {
-		if len(flat) == 2 {
-			return flat[:1], flat[1:], true, nil
+	var first []byte
+	n := eachElement(raw, func(e []byte) bool { first = e; return false })
+	switch {
+	case n == 0:
+		return nil, nil, false, bad
+	case first[0] == '"':
+		if texts, _, err = teiInputs(raw); err == nil && len(texts) == 2 {
+			return texts[:1], texts[1:], true, nil
 		}
-		texts, _, err := teiInputs(raw)
 		return texts, nil, false, err
 	}
-	var batch [][]string
-	if err := json.Unmarshal(raw, &batch); err != nil || len(batch) == 0 {
-		return nil, nil, false, unprocessable("inputs: want a string, a pair [a, b], or an array of those")
+	if n = countElements(raw); n > MaxEmbeddingInputs {
+		return nil, nil, false, tooManyInputs(n)
 	}
-	if len(batch) > MaxEmbeddingInputs {
-		return nil, nil, false, &Error{Code: CodeTooLarge, Err: fmt.Errorf("batch size %d > maximum allowed batch size %d", len(batch), MaxEmbeddingInputs)}
+	pairsOK := true
+	eachElement(raw, func(e []byte) bool {
+		pairsOK = e[0] == '[' && allStrings(e) && countElements(e) == 2
+		return pairsOK
+	})
+	var batch [][2]string
+	if !pairsOK || json.Unmarshal(raw, &batch) != nil {
+		return nil, nil, false, unprocessable("inputs: want a string, a pair [a, b], or an array of those (pairs of 2 texts each)")
 	}
-	for i, p := range batch {
-		if len(p) != 2 {
-			return nil, nil, false, unprocessable("inputs %d: a pair holds 2 texts, not %d", i, len(p))
-		}
+	for _, p := range batch {
 		texts, pairs = append(texts, p[0]), append(pairs, p[1])
 	}
 	return texts, pairs, false, nil
@@ -63,11 +69,8 @@ func (s *Server) teiPredict(w http.ResponseWriter, r *http.Request, m *model) (i
 		return 0, err
 	}
 	texts, pairs, single, err := predictInputs(req.Inputs)
-	if err == nil && pairs == nil && m.input.NumFields() == 2 {
+	if err == nil && pairs == nil && m.text.Pair {
 		err = unprocessable("model %s reads pairs: send [query, passage]", m.name)
-	}
-	if err == nil {
-		err = checkTextLength(m, texts, pairs, req.Truncate, req.TruncationDirection)
 	}
 	if err != nil {
 		return 0, err
@@ -78,7 +81,7 @@ func (s *Server) teiPredict(w http.ResponseWriter, r *http.Request, m *model) (i
 	if !req.RawScores && hasOutput(m, "probabilities") {
 		outputs = []string{"probabilities"}
 	}
-	resp, err := s.runText(r, m, texts, pairs, outputs...)
+	resp, err := s.runText(r, m, texts, pairs, req.Truncate, req.TruncationDirection, outputs...)
 	if err != nil {
 		return 0, err
 	}
@@ -137,11 +140,13 @@ func (s *Server) teiTokenize(w http.ResponseWriter, r *http.Request, m *model) (
 	}
 	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	answer := make([][]token, len(texts))
+	encs, err := m.encode(texts, nil, false)
+	if err != nil {
+		return 0, err
+	}
 	for i, text := range texts {
-		e, err := m.text.Encode(text, "", false)
-		if err != nil {
-			return 0, unprocessable("inputs %d: %v", i, err)
-		}
+		e := encs[i]
+		spans := byteSpans(text, e.Offsets)
 		answer[i] = []token{}
 		for k, id := range e.IDs {
 			if e.Special[k] {
@@ -150,7 +155,7 @@ func (s *Server) teiTokenize(w http.ResponseWriter, r *http.Request, m *model) (
 				}
 				continue
 			}
-			start, stop := e.Offsets[k][0], e.Offsets[k][1]
+			start, stop := spans[k][0], spans[k][1]
 			answer[i] = append(answer[i], token{ID: id, Text: text[start:stop], Start: &start, Stop: &stop})
 		}
 	}
@@ -172,7 +177,7 @@ func (s *Server) teiInfo(w http.ResponseWriter, _ *http.Request, m *model) (int,
 	switch {
 	case hasOutput(m, embeddingOutput):
 		kind = map[string]any{"embedding": map[string]any{"pooling": m.text.Pooling}}
-	case m.input.NumFields() == 2:
+	case m.text.Pair:
 		kind = map[string]any{"reranker": labels()}
 	default:
 		kind = map[string]any{"classifier": labels()}

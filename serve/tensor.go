@@ -22,6 +22,9 @@ type tensor struct {
 	datatype string
 	shape    []int64
 	data     any
+	// ends, for a token tensor of rows of their own lengths, are where
+	// each row ends in data; the shape's second dimension is the longest.
+	ends []int32
 }
 
 // TensorMetadata describes one input or output of a model as the protocol

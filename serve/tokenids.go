@@ -107,7 +107,12 @@ func (p *idParser) row(keep, index int) ([]int64, error) {
 		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
 			p.i++
 		}
-		id, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+		// An int64 has at most 20 characters: a longer number is not
+		// copied to be refused.
+		id, err := int64(0), strconv.ErrRange
+		if p.i-start <= 20 {
+			id, err = strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+		}
 		if err != nil || (p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E')) {
 			return nil, fmt.Errorf("%s: token %d is not an integer id", where, n)
 		}

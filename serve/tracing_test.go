@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.opentelemetry.io/otel/attribute"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -21,11 +20,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	grpcmd "google.golang.org/grpc/metadata"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/seqtest"
-	"github.com/drainpipe/drainpipe/online"
-	"github.com/drainpipe/drainpipe/predict"
-	"github.com/drainpipe/drainpipe/seq"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
@@ -145,14 +139,7 @@ func TestSequenceBatchSpansCountTokens(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	defer tp.Shutdown(context.Background())
-	m, err := seq.New(&seqtest.Engine{Width: 4, Vocab: 1000}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(64)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ModelSpec{Name: "enc", Model: m, Sequence: m,
-		Input:    arrow.NewSchema([]arrow.Field{{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil),
-		Options:  []predict.Option{predict.WithBatchSizes(4, 16), predict.WithAllocator(arrowtest.Allocator(t))},
-		Batching: online.Options{MaxDelay: time.Millisecond}}
+	spec := textSpec(t, nil)
 	r := serveTest(t, []ModelSpec{spec}, WithTracerProvider(tp))
 
 	const callers = 40
@@ -268,15 +255,7 @@ func TestEmbeddingsSpanGenAI(t *testing.T) {
 	ended := &serverEnds{want: 1, done: make(chan struct{})}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSpanProcessor(ended))
 	defer tp.Shutdown(context.Background())
-	m, err := seq.New(&seqtest.Engine{Width: 4, Vocab: 1000}, seq.WithPlanner(seq.Planner{Buckets: seq.DefaultBuckets(64)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := ModelSpec{Name: "enc", Model: m, Sequence: m,
-		Input:    arrow.NewSchema([]arrow.Field{{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil),
-		Options:  []predict.Option{predict.WithBatchSizes(4), predict.WithAllocator(arrowtest.Allocator(t))},
-		Batching: online.Options{MaxDelay: time.Millisecond}}
-	r := serveTest(t, []ModelSpec{spec}, WithTracerProvider(tp))
+	r := serveTest(t, []ModelSpec{textSpec(t, nil)}, WithTracerProvider(tp))
 	var answer struct {
 		Data []struct {
 			Embedding string `json:"embedding"`

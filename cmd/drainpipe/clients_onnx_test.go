@@ -43,10 +43,10 @@ func TestEmbeddingClients(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("a-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServe(t, "--tokenize", "--api-key-file", keys, "--model", "encoder="+encoderDir)
+	srv := startServe(t, "--api-key-file", keys, "--model", "encoder="+encoderDir)
 	// The TEI endpoint takes the key too: the inference client sends none,
 	// so it gets its own server.
-	tei := startServe(t, "--tokenize", "--model", "encoder="+encoderDir)
+	tei := startServe(t, "--model", "encoder="+encoderDir)
 	got := runClient(t, "embedding-clients.mjs", modules, map[string]any{"openai_url": srv.http + "/v1", "tei_url": tei.http + "/tei/encoder",
 		"key": "a-key", "model": "encoder", "texts": doc.Texts[:n]})
 	var res struct {

@@ -29,7 +29,7 @@ const maxLongTextRSS = 1536 << 20
 
 // A 100 MB text row in Parquet DuckDB wrote: predict reads it only as far
 // as its 512 tokens, and embeds it as it embeds its first 8 KB, within a
-// bounded peak; serve --tokenize answers a 60 MB text the same way and
+// bounded peak; serve answers a 60 MB text the same way and
 // stays up.
 func TestLongTexts(t *testing.T) {
 	needONNX(t)
@@ -78,7 +78,7 @@ func TestLongTexts(t *testing.T) {
 		t.Errorf("the 100 MB text embeds as %v, its first 8 KB as %v", got.embedding[1][:4], got.embedding[2][:4])
 	}
 
-	s := startServe(t, "--tokenize", "--model", "encoder="+encoderDir)
+	s := startServe(t, "--model", "encoder="+encoderDir)
 	infer := func(text string) []float32 {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "text", "datatype": "BYTES", "shape": []int{1}, "data": []string{text}}},

@@ -14,6 +14,7 @@ import (
 	"github.com/drainpipe/drainpipe/device/onnx"
 	"github.com/drainpipe/drainpipe/hfmodel"
 	"github.com/drainpipe/drainpipe/seq"
+	"github.com/drainpipe/drainpipe/serve"
 )
 
 // loadONNX opens an ONNX model: a sequence model (inputs input_ids and
@@ -75,20 +76,13 @@ func loadSequence(path, digest string, sq *sequenceFlags) (*loadedModel, error) 
 	}
 	desc += fmt.Sprintf(" text=%q tokenizer=%s", sq.text, tokDigest)
 	textPair := sq.textPair
-	if tok != nil && sq.inModel {
-		ceiling := int(sq.maxTextBytes)
-		opts = append(opts, seq.WithText(sq.text, func(s string) ([]int64, bool, error) {
-			e, err := tok.EncodeWithin(s, ceiling)
-			return e.IDs, e.Truncated, err
-		}))
+	if sq.servesText && folder.Tokenizer != nil {
+		tok = folder.Tokenizer
 		if len(folder.Head.Labels) == 1 {
-			// A cross-encoder reads a query and a passage as a pair.
-			textPair = servedPair
-			opts = append(opts, seq.WithTextPair(textPair, func(a, b string) ([]int64, []int64, bool, error) {
-				e, err := tok.EncodePairWithin(a, b, ceiling)
-				return e.IDs, e.TypeIDs, e.Truncated, err
-			}))
-			desc += " pair=" + textPair
+			// A cross-encoder reads a query and a passage as a pair,
+			// told apart by their type ids.
+			textPair = serve.TextPairInput
+			opts = append(opts, seq.WithTypeIDs(pairTypeIDs))
 		}
 	}
 	m, sm, err := folder.Model(eng, opts...)

@@ -64,8 +64,8 @@ func TestOpenAIClient(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("first-key\n\nsecret-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	text := startServe(t, "--tokenize", "--api-key-file", keys, "--model", "encoder="+encoderDir)
-	ids := startServe(t, "--model", "encoder="+encoderDir)
+	text := startServe(t, "--api-key-file", keys, "--model", "encoder="+encoderDir)
+	ids := startServe(t, "--model", "encoder="+withoutTokenizer(t, encoderDir))
 	got := runClient(t, "openai-client.mjs", modules, map[string]any{"text_url": text.http + "/v1", "ids_url": ids.http + "/v1", "key": "secret-key", "model": "encoder",
 		"texts": doc.Texts[:n], "ids": doc.IDs[:n]})
 	var res struct {
@@ -204,4 +204,21 @@ func TestOpenAIClient(t *testing.T) {
 			t.Errorf("%s: %d %.200s", name, resp.StatusCode, raw)
 		}
 	}
+}
+
+// withoutTokenizer copies a model folder but its tokenizer files: a
+// model that takes token ids alone.
+func withoutTokenizer(t *testing.T, folder string) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := os.CopyFS(dir, os.DirFS(folder))
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if err == nil {
+			err = os.Remove(filepath.Join(dir, name))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -29,9 +29,9 @@ type sequenceFlags struct {
 	text, tokenizer string
 	textPair        string        // --text-pair-column
 	maxTextBytes    cliflag.Bytes // a row's text ceiling
-	// inModel has the model tokenize the text column itself (serve),
-	// not the job's input side.
-	inModel bool
+	// servesText takes the model folder's tokenizer along (serve), which
+	// encodes the text of requests into the model's token inputs.
+	servesText bool
 	// warmUp runs the largest shape as each session starts (serve): a
 	// server's memory is at its peak before it takes traffic.
 	warmUp     bool
@@ -80,10 +80,6 @@ func (f *sequenceFlags) add(fs *pflag.FlagSet, normalize bool) {
 // pairTypeIDs names the type-id column the tokenizer makes of text
 // pairs, on the input side.
 const pairTypeIDs = "token_type_ids"
-
-// servedPair is the second text input of a cross-encoder served with
-// --tokenize: "text" holds the queries, servedPair the passages.
-const servedPair = "text_pair"
 
 // windowBytes bounds a window by memory: its rows at the model's length,
 // as int64 ids, must fit in --max-memory (or the reader's default).

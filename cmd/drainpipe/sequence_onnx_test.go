@@ -439,8 +439,8 @@ func TestPredictTextColumn(t *testing.T) {
 	}
 }
 
-// serve --tokenize: the encoder takes text (BYTES) and tokenizes it in
-// the server with its folder's tokenizer.json; a request of texts answers
+// A folder with a tokenizer takes text (BYTES), encoded in the server
+// with its tokenizer.json, without a flag; a request of texts answers
 // what predict gives the Rust tokenizers' ids of the same texts.
 func TestServeText(t *testing.T) {
 	needONNX(t)
@@ -464,7 +464,7 @@ func TestServeText(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	s := startServe(t, "--tokenize", "--model", "encoder="+encoderDir)
+	s := startServe(t, "--model", "encoder="+encoderDir)
 	body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "text", "datatype": "BYTES", "shape": []int{40}, "data": doc.Texts[:40]}}})
 	resp, err := http.Post(s.http+"/v2/models/encoder/infer", "application/json", bytes.NewReader(body))
 	if err != nil {

@@ -82,7 +82,8 @@ func serveCommand() *cobra.Command {
 	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
 	grpcAddr := fs.String("grpc", ":8081", `gRPC listen address ("" for none)`)
 	featureCol := fs.String("feature-column", "", "the tensor column (and input tensor name) the models read (default: the model's, or \"features\")")
-	tokenize := fs.Bool("tokenize", false, "sequence models: take text (a BYTES input \"text\") and encode it with the model folder's tokenizer.json in the server, instead of token ids")
+	fs.Bool("tokenize", false, "")
+	fs.MarkDeprecated("tokenize", "a model folder with a tokenizer.json takes text without it")
 	batch := fs.Int("batch-size", 256, "the largest batch the device sees")
 	fs.Var(&sizes, "batch-sizes", "allowed batch sizes, ascending, the last the batch size (default: powers of two from 1 up to --batch-size)")
 	maxDelay := fs.Duration("max-delay", 2*time.Millisecond, "the longest a queued row waits for its batch to fill")
@@ -143,10 +144,7 @@ func serveCommand() *cobra.Command {
 		// spec makes the spec of a model file, with the flags' batching.
 		spec := func(path string, pin storage.Info) (serve.ModelSpec, error) {
 			sq := defaultSequenceFlags()
-			sq.warmUp = true
-			if *tokenize {
-				sq.text, sq.inModel = "text", true
-			}
+			sq.warmUp, sq.servesText = true, true
 			m, err := loadModelAt(path, pin, *featureCol, sq)
 			if err != nil {
 				return serve.ModelSpec{}, err
@@ -166,19 +164,15 @@ func serveCommand() *cobra.Command {
 				// attention_mask for rows of other lengths); the batch is
 				// the window.
 				sp.Platform, sp.Sequence = "onnxruntime_onnx", m.seq
-				sp.Input = arrow.NewSchema([]arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
-				if tok := m.tok; tok != nil {
-					fields := []arrow.Field{{Name: m.text, Type: arrow.BinaryTypes.String}}
-					if m.textPair != "" {
-						fields = append(fields, arrow.Field{Name: m.textPair, Type: arrow.BinaryTypes.String})
-					}
-					sp.Input = arrow.NewSchema(fields, nil)
-					ceiling := int(m.maxTextBytes)
-					sp.Tokens = func(text string) (int, error) {
-						e, err := tok.EncodeWithin(text, ceiling)
-						return len(e.IDs), err
-					}
-					sp.Text = textModel(m, ceiling)
+				fields := []arrow.Field{{Name: m.feature, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}
+				if m.textPair != "" {
+					fields = append(fields, arrow.Field{Name: pairTypeIDs, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)})
+				}
+				sp.Input = arrow.NewSchema(fields, nil)
+				if m.tok != nil {
+					// The folder's tokenizer: requests may send text,
+					// encoded once by the server into the token inputs.
+					sp.Text = textModel(m, int(m.maxTextBytes))
 				}
 			} else {
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)

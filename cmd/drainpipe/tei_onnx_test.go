@@ -34,8 +34,7 @@ func teiPost(t *testing.T, url string, body any, out any) int {
 
 func near(a, b float32) bool { return math.Abs(float64(a-b)) <= 1e-5 }
 
-// TEI's endpoints in TEI's documented shapes, on model folders served
-// with --tokenize, against PyTorch's outputs for the same texts: /rerank
+// TEI's endpoints in TEI's documented shapes, on model folders, against PyTorch's outputs for the same texts: /rerank
 // and /predict score a cross-encoder's pairs, /predict a multi-label
 // classifier's labels, /embed a sentence-transformers folder (normalize
 // and truncate as TEI means them), /tokenize its tokens, /info each
@@ -44,7 +43,7 @@ func near(a, b float32) bool { return math.Abs(float64(a-b)) <= 1e-5 }
 // texts and for several text models at the root, 404 for a made-up name.
 func TestTEIEndpoints(t *testing.T) {
 	needONNX(t)
-	srv := startServe(t, "--tokenize", "--model", "ce="+filepath.Join(folders, "cross-encoder"),
+	srv := startServe(t, "--model", "ce="+filepath.Join(folders, "cross-encoder"),
 		"--model", "ml="+filepath.Join(folders, "multilabel"), "--model", "emb="+filepath.Join(folders, "roberta-st"))
 	var ce struct{ Texts, Pairs []string }
 	readJSON(t, filepath.Join(folders, "cross-encoder", "texts.json"), &ce)
@@ -209,7 +208,7 @@ func TestTEIEndpoints(t *testing.T) {
 	}
 
 	// A server of one text model answers TEI's root paths.
-	solo := startServe(t, "--tokenize", "--model", "emb="+filepath.Join(folders, "roberta-st"))
+	solo := startServe(t, "--model", "emb="+filepath.Join(folders, "roberta-st"))
 	var root [][]float32
 	if st := teiPost(t, solo.http+"/embed", map[string]any{"inputs": emb.Texts[0], "truncate": true}, &root); st != 200 || len(root) != 1 || !near(root[0][0], vecs[0][0]) {
 		t.Fatalf("/embed at the root: %d %v", st, root)

@@ -23,7 +23,7 @@ func TestSequenceTracesInJaeger(t *testing.T) {
 	needONNX(t)
 	j := jaegertest.Start(t)
 	service, began := traceTo(t, j)
-	s := startServe(t, "--tokenize", "--model", "emb="+filepath.Join(folders, "roberta-st"), "--max-delay", "2ms")
+	s := startServe(t, "--model", "emb="+filepath.Join(folders, "roberta-st"), "--max-delay", "2ms")
 	var doc struct{ Texts []string }
 	readJSON(t, filepath.Join(folders, "roberta-st", "texts.json"), &doc)
 
