@@ -2,9 +2,7 @@ package serve
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -12,38 +10,13 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/drainpipe/drainpipe/internal/hostile"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 
 // hostileSize is the size of the large hostile bodies: under the default
 // 64 MiB request bound, so each is read whole.
 const hostileSize = 60 << 20
-
-// hostilePayloads are the JSON values a hostile client puts where a
-// door expects its inputs, by name.
-func hostilePayloads() map[string]string {
-	return map[string]string{
-		"60 MiB of ids":                "[[" + strings.Repeat("0,", hostileSize/2-1) + "0]]",
-		"60 MiB of one string":         `"` + strings.Repeat("x", hostileSize) + `"`,
-		"10^6 one-character strings":   "[" + strings.Repeat(`"a",`, 1_000_000-1) + `"a"]`,
-		"10^6 levels of nesting":       strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000),
-		"a number of 10^6 digits":      "[[" + strings.Repeat("1", 1_000_000) + "]]",
-		"10^6 empty token arrays":      "[" + strings.Repeat("[],", 1_000_000-1) + "[]]",
-		"a 60 MiB array of one number": "[" + strings.Repeat("0,", hostileSize/2-1) + "0]",
-	}
-}
-
-// hostileDoors wrap a payload in each JSON door's request.
-var hostileDoors = map[string]struct{ path, head, tail string }{
-	"OIP REST":       {"/v2/models/enc/infer", `{"inputs":[{"name":"text","datatype":"BYTES","shape":[1],"data":`, `}]}`},
-	"OIP REST ids":   {"/v2/models/enc/infer", fmt.Sprintf(`{"inputs":[{"name":"input_ids","datatype":"INT64","shape":[1,%d],"data":`, hostileSize/2), `}]}`},
-	"OIP REST texts": {"/v2/models/enc/infer", `{"inputs":[{"name":"text","datatype":"BYTES","shape":[1000000],"data":`, `}]}`},
-	"/v1/embeddings": {"/v1/embeddings", `{"model":"enc","input":`, `}`},
-	"/embed":         {"/embed", `{"inputs":`, `}`},
-	"/rerank":        {"/rerank", `{"query":"q","texts":`, `}`},
-	"/predict":       {"/predict", `{"inputs":`, `}`},
-	"/tokenize":      {"/tokenize", `{"inputs":`, `}`},
-}
 
 // Hostile bodies on every door are answered in the door's own shape, a
 // client's fault with a 4xx, and bounded: a request allocates at most 4×
@@ -55,13 +28,13 @@ func TestHostileBodiesOnEveryDoor(t *testing.T) {
 	}
 	tok := &charTokens{maxLen: 16}
 	r := serveTest(t, []ModelSpec{textSpec(t, tok)})
-	for payloadName, payload := range hostilePayloads() {
-		for doorName, door := range hostileDoors {
-			body := []byte(door.head + payload + door.tail)
+	for payloadName, payload := range hostile.Payloads(hostileSize) {
+		for doorName, door := range hostile.Doors("enc", hostileSize) {
+			body := door.Body(payload)
 			var code int
 			var answer []byte
 			got := allocated(func() {
-				resp, err := r.http.Post(r.url+door.path, "application/json", bytes.NewReader(body))
+				resp, err := r.http.Post(r.url+door.Path, "application/json", bytes.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,11 +17,13 @@ import (
 	"github.com/drainpipe/drainpipe/internal/testbin"
 )
 
-// The clients RAG code embeds through, the npm packages, against serve:
+// The clients RAG code embeds through, the npm packages, against serve
+// of a model folder (its tokenizer taking the text) with an API key:
 // LangChain's OpenAIEmbeddings (baseURL at /v1; documents in batches of
 // 7, newlines stripped as LangChain does by default, and a query) and
 // Hugging Face's inference client (feature extraction at a TEI endpoint
-// URL, normalized as TEI's default) give the offline job's embeddings of
+// URL with the key as its access token, normalized as TEI's default)
+// give the offline job's embeddings of
 // the same texts, in order; LangChain raises the client's errors for a
 // missing model (404) and a wrong key (401).
 func TestEmbeddingClients(t *testing.T) {
@@ -43,11 +45,10 @@ func TestEmbeddingClients(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("a-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// One server, the key on every door: the inference client sends it
+	// as its access token.
 	srv := startServe(t, "--api-key-file", keys, "--model", "encoder="+encoderDir)
-	// The TEI endpoint takes the key too: the inference client sends none,
-	// so it gets its own server.
-	tei := startServe(t, "--model", "encoder="+encoderDir)
-	got := runClient(t, "embedding-clients.mjs", modules, map[string]any{"openai_url": srv.http + "/v1", "tei_url": tei.http + "/tei/encoder",
+	got := runClient(t, "embedding-clients.mjs", modules, map[string]any{"openai_url": srv.http + "/v1", "tei_url": srv.http + "/tei/encoder",
 		"key": "a-key", "model": "encoder", "texts": doc.Texts[:n]})
 	var res struct {
 		Documents, Features [][]float32

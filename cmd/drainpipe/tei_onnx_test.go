@@ -34,10 +34,11 @@ func teiPost(t *testing.T, url string, body any, out any) int {
 
 func near(a, b float32) bool { return math.Abs(float64(a-b)) <= 1e-5 }
 
-// TEI's endpoints in TEI's documented shapes, on model folders, against PyTorch's outputs for the same texts: /rerank
-// and /predict score a cross-encoder's pairs, /predict a multi-label
-// classifier's labels, /embed a sentence-transformers folder (normalize
-// and truncate as TEI means them), /tokenize its tokens, /info each
+// TEI's endpoints in TEI's documented shapes, on model folders, against
+// PyTorch's outputs for the same texts: /rerank and /predict score a
+// cross-encoder's pairs, /predict a multi-label classifier's labels,
+// /embed a sentence-transformers folder (normalize and truncate as TEI
+// means them), /tokenize its tokens, /info each
 // model's kind; and TEI's statuses: 413 past the batch bound, 422 for a
 // text over the length without truncate, for a pair model given single
 // texts and for several text models at the root, 404 for a made-up name.

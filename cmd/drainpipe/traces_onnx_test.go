@@ -4,7 +4,10 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,7 +18,9 @@ import (
 // of texts of every length each link to exactly one batch span, which
 // links back; the batch spans' tokens and token slots (the warm-up's
 // marked and left out) add up to /metrics' counters, and the spans'
-// rows to the requests.
+// rows to the requests. Then 1,000 requests to made-up paths name no
+// span after their paths, and each /v1/embeddings span carries the
+// GenAI attributes of the usage its answer reports.
 func TestSequenceTracesInJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs Jaeger (-short)")
@@ -68,4 +73,53 @@ func TestSequenceTracesInJaeger(t *testing.T) {
 		t.Errorf("/metrics counts %v token slots, the batch spans %d", got, slots)
 	}
 	t.Logf("%d request spans, %d batch spans: %d tokens in %d slots", len(reqs), len(batches), tokens, slots)
+
+	for i := range 1000 {
+		method := []string{"GET", "POST", "DELETE", "PATCH"}[i%4]
+		req, _ := http.NewRequest(method, fmt.Sprintf("%s/scan-%d/%x", s.http, i, i*7919), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	const embeddings = 5
+	usage := map[int64]int{} // prompt tokens → answers that report them
+	dims := 0
+	for i := range embeddings {
+		var answer struct {
+			Data  []struct{ Embedding []float32 }
+			Usage struct {
+				PromptTokens int64 `json:"prompt_tokens"`
+			}
+		}
+		if st := teiPost(t, s.http+"/v1/embeddings", map[string]any{"model": "emb", "input": doc.Texts[:i+1], "encoding_format": "float"}, &answer); st != 200 {
+			t.Fatalf("/v1/embeddings: %d", st)
+		}
+		usage[answer.Usage.PromptTokens]++
+		dims = len(answer.Data[0].Embedding)
+	}
+	spans, _ := collectSpans(t, j, service, began, "POST /v1/embeddings", embeddings, "")
+	for _, sp := range spans {
+		want := map[string]string{"gen_ai.operation.name": "embeddings", "gen_ai.request.model": "emb", "gen_ai.embeddings.dimension.count": strconv.Itoa(dims)}
+		for k, v := range want {
+			if got := fmt.Sprint(sp.Attributes[k]); got != v {
+				t.Errorf("embeddings span %s: %s = %q, want %q", sp.SpanID, k, got, v)
+			}
+		}
+		usage[spanInt(sp, "gen_ai.usage.input_tokens")]--
+	}
+	for n, left := range usage {
+		if left != 0 {
+			t.Errorf("usage %d tokens: %d more answers than spans report it", n, left)
+		}
+	}
+	names := map[string]bool{}
+	for _, sp := range j.Spans(t, service, began) {
+		names[sp.Name] = true
+		if strings.Contains(sp.Name, "scan-") {
+			t.Fatalf("a span named after a made-up path: %q", sp.Name)
+		}
+	}
+	t.Logf("span names after 1,000 made-up paths: %d", len(names))
 }
