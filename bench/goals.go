@@ -216,6 +216,7 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 		}
 	}
 	gs = append(gs, tracingGoals(c, mlp)...)
+	gs = append(gs, tokenizeOnceGoals(c)...)
 	// The server's CPU a request, with its callers in a process of their
 	// own, above the bare server's and the model's share.
 	for _, proto := range []string{"gRPC", "REST"} {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/drainpipe/drainpipe/tokenizer"
 )
 
 // TextInput and TextPairInput name the BYTES inputs of a model that reads
@@ -43,6 +45,32 @@ type TextEncoding struct {
 	Special []bool
 	// Truncated reports a text longer than the model keeps.
 	Truncated bool
+}
+
+// TokenizerEncode is TextModel.Encode of a tokenizer: it reads at most
+// maxBytes of a text (and of a pair's), from its head where the
+// tokenizer allows.
+func TokenizerEncode(tok *tokenizer.Tokenizer, maxBytes int) func(text, pair string, isPair bool) (TextEncoding, error) {
+	return func(text, pair string, isPair bool) (TextEncoding, error) {
+		var e tokenizer.Encoding
+		var err error
+		if isPair {
+			e, err = tok.EncodePairWithin(text, pair, maxBytes)
+		} else {
+			e, err = tok.EncodeWithin(text, maxBytes)
+		}
+		if err != nil {
+			return TextEncoding{}, err
+		}
+		out := TextEncoding{IDs: e.IDs, Tokens: e.Tokens, Offsets: e.Offsets, Truncated: e.Truncated, Special: make([]bool, len(e.IDs))}
+		if isPair {
+			out.TypeIDs = e.TypeIDs
+		}
+		for i, s := range e.SpecialTokensMask {
+			out.Special[i] = s == 1
+		}
+		return out, nil
+	}
 }
 
 // errNoTokenizer refuses text to a model served without a tokenizer.
