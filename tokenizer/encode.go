@@ -55,6 +55,14 @@ func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, erro
 	if pair {
 		seqs = append(seqs, second)
 	}
+	e := t.encoding(seqs)
+	e.Truncated = truncated
+	return e, nil
+}
+
+// encoding post-processes sequences of tokens (adding special tokens)
+// and lays them out as an Encoding.
+func (t *Tokenizer) encoding(seqs [][]token) Encoding {
 	if t.post != nil {
 		seqs = t.post.process(seqs)
 	}
@@ -76,7 +84,6 @@ func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, erro
 		Offsets:           make([][2]int, len(all)),
 		Tokens:            make([]string, len(all)),
 		SpecialTokensMask: make([]int64, len(all)),
-		Truncated:         truncated,
 	}
 	for i, tk := range all {
 		e.IDs[i], e.TypeIDs[i], e.AttentionMask[i] = int64(tk.id), int64(tk.typeID), 1
@@ -85,7 +92,7 @@ func (t *Tokenizer) encode(a, b string, pair bool, maxBytes int) (Encoding, erro
 			e.SpecialTokensMask[i] = 1
 		}
 	}
-	return e, nil
+	return e
 }
 
 // limit is how many tokens a text of the given type id is tokenized

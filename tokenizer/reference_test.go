@@ -62,13 +62,6 @@ type refEncoding struct {
 // LoadError if the crate refuses the file.
 func reference(t testing.TB, file string, trunc *Truncation, decode bool, items []textItem) []refEncoding {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		testbin.Missing(t, "node: %v", err)
-	}
-	dir, err := testbin.NPM(t.Context(), "tokenizers-0.23.2", rustTokenizers)
-	if err != nil {
-		testbin.Missing(t, "the Rust tokenizers: %v", err)
-	}
 	if trunc != nil {
 		// The truncation goes into a copy of the file, as files carry it.
 		data, err := os.ReadFile(file)
@@ -89,22 +82,7 @@ func reference(t testing.TB, file string, trunc *Truncation, decode bool, items 
 			t.Fatal(err)
 		}
 	}
-	req, err := json.Marshal(map[string]any{"file": file, "decode": decode, "items": items})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqFile := filepath.Join(t.TempDir(), "request.json")
-	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", "../scripts/tokenizer-reference.js", filepath.Join(dir, "node_modules"), reqFile)
-	cmd.Env = append(os.Environ(), "TOKENIZERS_PARALLELISM=false")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, stderr.Bytes())
-	}
+	out := runRust(t, "tokenizer-reference.js", map[string]any{"file": file, "decode": decode, "items": items})
 	var encs []refEncoding
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<28)
@@ -122,6 +100,36 @@ func reference(t testing.TB, file string, trunc *Truncation, decode bool, items 
 		t.Fatalf("node encoded %d of %d items", len(encs), len(items))
 	}
 	return encs
+}
+
+// runRust runs a script of ../scripts with the Rust tokenizers' npm
+// package on a JSON request, and returns what it prints.
+func runRust(t testing.TB, script string, request any) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		testbin.Missing(t, "node: %v", err)
+	}
+	dir, err := testbin.NPM(t.Context(), "tokenizers-0.23.2", rustTokenizers)
+	if err != nil {
+		testbin.Missing(t, "the Rust tokenizers: %v", err)
+	}
+	req, err := json.Marshal(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqFile := filepath.Join(t.TempDir(), "request.json")
+	if err := os.WriteFile(reqFile, req, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", filepath.Join("..", "scripts", script), filepath.Join(dir, "node_modules"), reqFile)
+	cmd.Env = append(os.Environ(), "TOKENIZERS_PARALLELISM=false")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v: %s", script, err, stderr.Bytes())
+	}
+	return out
 }
 
 // compare encodes items with tok and holds every id, type id, offset and
