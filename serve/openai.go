@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -125,20 +126,15 @@ func allStrings(b []byte) bool {
 	return ok
 }
 
-// embeddingRequest makes the inference request of the inputs for model
-// m, a sequence model, and counts the tokens it runs: texts encoded once
-// by its tokenizer, or token arrays cut where the model cuts them (its
+// embedInputs embeds a request's inputs on m, a sequence model, one
+// embedding an input, and counts the tokens it ran: texts through
+// embedTexts (encoded once, a long one pooled from its windows where the
+// model pools them), or token arrays cut where the model cuts them (its
 // planner's longest), so that a request holds at most rows × that many
 // ids, whatever one long array in the body asks.
-func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, int, error) {
-	req := &inferRequest{model: m.name, version: m.version, outputs: []string{embeddingOutput}}
+func (s *Server) embedInputs(ctx context.Context, m *model, in embeddingInputs) ([][]float32, int, error) {
 	if in.texts != nil {
-		encs, err := m.encode(in.texts, nil, false)
-		if err != nil {
-			return nil, 0, err
-		}
-		req.inputs = m.tokenInputs(encs)
-		return req, usage(encs), nil
+		return s.embedTexts(ctx, m, in.texts, false, false)
 	}
 	if m.input.NumFields() != 1 {
 		return nil, 0, invalid(fmt.Errorf("model %s takes %s, not one token input", m.name, names(m.inputs)))
@@ -148,8 +144,13 @@ func embeddingRequest(m *model, in embeddingInputs) (*inferRequest, int, error) 
 		in.tokens[i] = row[:planner.Length(len(row))]
 		tokens += len(in.tokens[i])
 	}
-	req.inputs = []*tensor{raggedTensor(m.input.Field(0).Name, in.tokens)}
-	return req, tokens, nil
+	resp, err := s.infer(ctx, &inferRequest{model: m.name, version: m.version, outputs: []string{embeddingOutput},
+		inputs: []*tensor{raggedTensor(m.input.Field(0).Name, in.tokens)}})
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := floats(resp, embeddingOutput)
+	return rows, tokens, err
 }
 
 // embeddingJSON is one embedding of the answer: a []float32, or its
@@ -222,26 +223,17 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) (model string, st
 	if err != nil {
 		return req.Model, 0, invalid(err)
 	}
-	ir, tokens, err := embeddingRequest(m, in)
+	rows, tokens, err := s.embedInputs(r.Context(), m, in)
 	if err != nil {
 		return req.Model, 0, err
 	}
-	resp, err := s.infer(r.Context(), ir)
-	if err != nil {
-		return req.Model, 0, err
-	}
-	out := resp.outputs[0]
-	vals, ok := out.data.([]float32)
-	if !ok || len(out.shape) != 2 {
-		return req.Model, 0, &Error{Code: CodeInternal, Err: fmt.Errorf("model %s: output %q is %s %v, not FP32 [n, d]", m.name, out.name, out.datatype, out.shape)}
-	}
-	width := int(out.shape[1])
+	width := len(rows[0])
 	if d := req.Dimensions; d != nil && (*d < 1 || *d > width) {
 		return req.Model, 0, invalid(fmt.Errorf("dimensions %d: model %s's embeddings have %d", *d, m.name, width))
 	}
-	data := make([]embeddingJSON, resp.rows)
+	data := make([]embeddingJSON, len(rows))
 	for i := range data {
-		v := vals[i*width : (i+1)*width]
+		v := rows[i]
 		if req.Dimensions != nil && *req.Dimensions < width {
 			v = shorten(v, *req.Dimensions)
 		}

@@ -158,14 +158,23 @@ func tooManyInputs(n int) error {
 // once: without truncate a text longer than the model keeps is refused,
 // as TEI does; with it, the model's tokenizer cuts its right end.
 func (s *Server) runText(r *http.Request, m *model, texts, pairs []string, truncate bool, direction string, outputs ...string) (*inferResponse, error) {
-	if direction != "" && direction != "Right" {
-		return nil, unprocessable("truncation_direction %q: this model's tokenizer truncates on the right", direction)
+	if err := checkDirection(direction); err != nil {
+		return nil, err
 	}
 	encs, err := m.encode(texts, pairs, !truncate)
 	if err != nil {
 		return nil, err
 	}
 	return s.infer(r.Context(), &inferRequest{model: m.name, version: m.version, outputs: outputs, inputs: m.tokenInputs(encs)})
+}
+
+// checkDirection refuses a truncation TEI's client asks that the
+// model's tokenizer does not do.
+func checkDirection(direction string) error {
+	if direction != "" && direction != "Right" {
+		return unprocessable("truncation_direction %q: this model's tokenizer truncates on the right", direction)
+	}
+	return nil
 }
 
 // floats returns an output's rows of FP32 values.
@@ -210,11 +219,12 @@ func (s *Server) teiEmbed(w http.ResponseWriter, r *http.Request, m *model) (int
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.runText(r, m, texts, nil, req.Truncate, req.TruncationDirection, embeddingOutput)
-	if err != nil {
+	if err := checkDirection(req.TruncationDirection); err != nil {
 		return 0, err
 	}
-	rows, err := floats(resp, embeddingOutput)
+	// Without truncate, a long text is refused, as TEI does, or pooled
+	// from its windows where the model pools them.
+	rows, _, err := s.embedTexts(r.Context(), m, texts, req.Truncate, !req.Truncate)
 	if err != nil {
 		return 0, err
 	}

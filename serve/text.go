@@ -31,6 +31,15 @@ type TextModel struct {
 	Labels []string
 	// Pooling names an embedding model's pooling, for /info.
 	Pooling string
+	// Windows, when set, cuts a text longer than MaxLength into
+	// overlapping windows of at most MaxLength tokens, each with its
+	// special tokens (tokenizer.Windows): the embedding doors then embed
+	// a long text as its windows pooled into one embedding, where they
+	// would cut it.
+	Windows func(text string) ([]TextEncoding, error)
+	// Normalize says the model's embeddings are unit length, as a
+	// pooled one is made again.
+	Normalize bool
 }
 
 // TextEncoding is a tokenized text.
@@ -62,15 +71,39 @@ func TokenizerEncode(tok *tokenizer.Tokenizer, maxBytes int) func(text, pair str
 		if err != nil {
 			return TextEncoding{}, err
 		}
-		out := TextEncoding{IDs: e.IDs, Tokens: e.Tokens, Offsets: e.Offsets, Truncated: e.Truncated, Special: make([]bool, len(e.IDs))}
-		if isPair {
-			out.TypeIDs = e.TypeIDs
-		}
-		for i, s := range e.SpecialTokensMask {
-			out.Special[i] = s == 1
+		return textEncoding(e, isPair), nil
+	}
+}
+
+// TokenizerWindows is TextModel.Windows of a tokenizer: the windows of
+// maxLength tokens, stride apart, tokenizer.Windows cuts a text of at
+// most maxBytes into, at most maxWindows of them.
+func TokenizerWindows(tok *tokenizer.Tokenizer, maxLength, stride, maxBytes, maxWindows int) func(text string) ([]TextEncoding, error) {
+	return func(text string) ([]TextEncoding, error) {
+		var out []TextEncoding
+		for e, err := range tok.Windows(text, maxLength, stride, maxBytes) {
+			if err != nil {
+				return nil, err
+			}
+			if len(out) == maxWindows {
+				return nil, fmt.Errorf("the text makes more than %d windows of %d tokens (--max-chunks)", maxWindows, maxLength)
+			}
+			out = append(out, textEncoding(e, false))
 		}
 		return out, nil
 	}
+}
+
+// textEncoding is a tokenizer's encoding as the server keeps it.
+func textEncoding(e tokenizer.Encoding, pair bool) TextEncoding {
+	out := TextEncoding{IDs: e.IDs, Tokens: e.Tokens, Offsets: e.Offsets, Truncated: e.Truncated, Special: make([]bool, len(e.IDs))}
+	if pair {
+		out.TypeIDs = e.TypeIDs
+	}
+	for i, s := range e.SpecialTokensMask {
+		out.Special[i] = s == 1
+	}
+	return out
 }
 
 // errNoTokenizer refuses text to a model served without a tokenizer.

@@ -42,6 +42,16 @@ func (c *charTokens) encode(text, _ string, _ bool) (TextEncoding, error) {
 	return e, nil
 }
 
+// embeddings is /v1/embeddings' answer, with float embeddings.
+type embeddings struct {
+	Data []struct {
+		Embedding []float32 `json:"embedding"`
+	} `json:"data"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
 // textSpec serves the test sequence model as "enc", with tok encoding
 // its text when tok is not nil.
 func textSpec(t *testing.T, tok *charTokens) ModelSpec {
@@ -67,14 +77,7 @@ func TestTextEncodedOnce(t *testing.T) {
 	tok := &charTokens{maxLen: 16}
 	r := serveTest(t, []ModelSpec{textSpec(t, tok)})
 	texts := []string{"ab", "cdé", "f"}
-	var byText, byIDs struct {
-		Data []struct {
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-		} `json:"usage"`
-	}
+	var byText, byIDs embeddings
 	if code, b := r.do(t, http.MethodPost, "/v1/embeddings", map[string]any{"model": "enc", "input": texts, "encoding_format": "float"}, &byText); code != http.StatusOK {
 		t.Fatalf("texts: %d %s", code, b)
 	}

@@ -82,6 +82,10 @@ func serveCommand() *cobra.Command {
 	httpAddr := fs.String("http", ":8080", `REST listen address ("" for none)`)
 	grpcAddr := fs.String("grpc", ":8081", `gRPC listen address ("" for none)`)
 	featureCol := fs.String("feature-column", "", "the tensor column (and input tensor name) the models read (default: the model's, or \"features\")")
+	var chunks chunkFlags
+	fs.StringVar(&chunks.pool, "chunk-pool", "", "embedding models: embed a text longer than the model keeps as its overlapping windows, pooled into one embedding (mean: weighted by each window's tokens, then unit length if the folder normalizes), on /v1/embeddings and /embed, where it would be cut")
+	fs.IntVar(&chunks.overlap, "chunk-overlap", 0, "with --chunk-pool: the tokens each window shares with the one before")
+	fs.IntVar(&chunks.max, "max-chunks", 256, "with --chunk-pool: the most windows a text may make; a longer text is refused, naming the bound")
 	fs.Bool("tokenize", false, "")
 	fs.MarkDeprecated("tokenize", "a model folder with a tokenizer.json takes text without it")
 	batch := fs.Int("batch-size", 256, "the largest batch the device sees")
@@ -123,6 +127,9 @@ func serveCommand() *cobra.Command {
 		}
 		if *httpAddr == "" && *grpcAddr == "" {
 			return errors.New("serve: neither --http nor --grpc: nothing to listen on")
+		}
+		if err := chunks.check(fs); err != nil {
+			return err
 		}
 		allowed, err := batchSizes(sizes, *batch)
 		if err != nil {
@@ -172,7 +179,9 @@ func serveCommand() *cobra.Command {
 				if m.tok != nil {
 					// The folder's tokenizer: requests may send text,
 					// encoded once by the server into the token inputs.
-					sp.Text = textModel(m, int(m.maxTextBytes))
+					if sp.Text, err = textModel(m, int(m.maxTextBytes), chunks); err != nil {
+						return serve.ModelSpec{}, err
+					}
 				}
 			} else {
 				sp.Input = arrow.NewSchema([]arrow.Field{{Name: cmp.Or(m.feature, "features"), Type: tensor.Type(m.inputSize)}}, nil)

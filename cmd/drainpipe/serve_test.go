@@ -228,6 +228,9 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--model", model, "--http", busy, "stray"}, `unexpected argument "stray"`},
 		{[]string{"--model", model, "--http", busy, "--tls-cert", model}, "--tls-cert and --tls-key go together"},
 		{[]string{"--model", model, "--http", busy, "--tls-cert", model, "--tls-key", model}, "--tls-cert, --tls-key"},
+		{[]string{"--model", model, "--http", busy, "--chunk-pool", "max"}, `--chunk-pool "max": the one pooling is mean`},
+		{[]string{"--model", model, "--http", busy, "--chunk-overlap", "8"}, "--chunk-overlap and --max-chunks go with --chunk-pool"},
+		{[]string{"--model", model, "--http", busy, "--chunk-pool", "mean", "--max-chunks", "0"}, "--max-chunks 0"},
 	} {
 		_, stderr, err := drainpipe(append([]string{"serve"}, tc.args...)...)
 		if err == nil || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "address already in use") {
