@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"sort"
 	"unicode"
+
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
 )
 
 // bertNormalizer is Hugging Face's BertNormalizer.
@@ -40,7 +42,7 @@ func (b *bertNormalizer) normalize(n *normalized) {
 	if strip {
 		unicodeForm{}.normalize(n)
 		n.transform(func(r rune, out []rune) []rune {
-			if unicode.Is(nonspacing8, r) {
+			if unicode.Is(uniprops.Nonspacing8, r) {
 				return out
 			}
 			return append(out, r)
@@ -63,9 +65,9 @@ func lower(r rune, out []rune) []rune {
 		}
 		return append(out, r)
 	}
-	i := sort.Search(len(lower17), func(i int) bool { return lower17[i][0] >= r })
-	if i < len(lower17) && lower17[i][0] == r {
-		r = lower17[i][1]
+	i := sort.Search(len(uniprops.Lower17), func(i int) bool { return uniprops.Lower17[i][0] >= r })
+	if i < len(uniprops.Lower17) && uniprops.Lower17[i][0] == r {
+		r = uniprops.Lower17[i][1]
 	}
 	return append(out, r)
 }
@@ -84,7 +86,7 @@ func isControl(r rune) bool {
 	case '\t', '\n', '\r':
 		return false
 	}
-	return unicode.In(r, unicode.Cc, unicode.Co) || unicode.Is(format8, r)
+	return unicode.In(r, unicode.Cc, unicode.Co) || unicode.Is(uniprops.Format8, r)
 }
 
 // isChinese is the CJK Unified Ideographs blocks the BERT normalizer
@@ -105,7 +107,7 @@ func isBertPunctuation(r rune) bool {
 	if r < 0x80 {
 		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '`' || r >= '{' && r <= '~'
 	}
-	return unicode.Is(punctuation8, r)
+	return unicode.Is(uniprops.Punctuation8, r)
 }
 
 // bertPreTokenizer splits normalized text into words: at white space,

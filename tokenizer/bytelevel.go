@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
 )
 
 // byteLevel is Hugging Face's ByteLevel pre-tokenizer (GPT-2's): the
@@ -87,9 +89,9 @@ func isSpace(r rune) bool { return unicode.Is(unicode.White_Space, r) }
 
 // isL and isN are Oniguruma's \p{L} and \p{N}, of Unicode 16.0.
 func isL(r rune) bool {
-	return r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= 0x80 && unicode.Is(letter16, r)
+	return r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= 0x80 && unicode.Is(uniprops.Letter16, r)
 }
-func isN(r rune) bool { return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(number16, r) }
+func isN(r rune) bool { return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(uniprops.Number16, r) }
 
 // gpt2Match returns the end of GPT-2's pattern's match at i,
 //

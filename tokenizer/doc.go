@@ -65,8 +65,8 @@
 // truncation of pairs by every strategy.
 //
 // Characters are classified with the tables of the crate's dependencies,
-// each written from that version's data (scripts/unicode-tables.mjs,
-// internal/genage), since categories move between versions: the BERT
+// each written from that version's data (package internal/uniprops and
+// its generators), since categories move between versions: the BERT
 // categories (punctuation, format characters, nonspacing marks) are
 // Unicode 8.0's (unicode_categories); the normalization forms, the marks
 // StripAccents removes and UnicodeScripts' scripts are 9.0's
@@ -91,5 +91,3 @@
 // panics), ids past int32 (an id column would wrap them), files nested
 // past serde_json's 128 levels, data after the JSON object.
 package tokenizer
-
-//go:generate sh -c "go run ./internal/genage /usr/share/unicode/DerivedAge.txt > newer.go"

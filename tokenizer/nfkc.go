@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
 )
 
 // unicodeForm is the NFC, NFD, NFKC and NFKD normalizers, with
@@ -37,7 +39,7 @@ type item struct {
 func decompose(runes []rune, form norm.Form) []item {
 	items := make([]item, 0, len(runes))
 	for _, r := range runes {
-		if unicode.Is(newerThan9, r) {
+		if unicode.Is(uniprops.NewerThan9, r) {
 			// The crate's tables are Unicode 9.0's: a character assigned
 			// since has no decomposition and combining class 0 there.
 			items = append(items, item{0, change{r, 0}})
@@ -76,7 +78,7 @@ func (f unicodeForm) unchanged(runes []rune) bool {
 	for _, r := range runes {
 		if r >= 0x80 {
 			ascii = false
-			if unicode.Is(newerThan9, r) {
+			if unicode.Is(uniprops.NewerThan9, r) {
 				return false
 			}
 		}
@@ -100,7 +102,7 @@ func (f unicodeForm) unchanged(runes []rune) bool {
 // Unicode 9.0.
 func compose(a, b rune) (rune, bool) {
 	c := []rune(norm.NFC.String(string([]rune{a, b})))
-	if len(c) == 1 && !unicode.Is(newerThan9, c[0]) {
+	if len(c) == 1 && !unicode.Is(uniprops.NewerThan9, c[0]) {
 		return c[0], true
 	}
 	return 0, false

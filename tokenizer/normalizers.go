@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode"
+
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
 )
 
 // lowercase is the Lowercase normalizer (Rust's char::to_lowercase).
@@ -51,7 +53,7 @@ func (s strip) normalize(n *normalized) {
 type stripAccents struct{}
 
 func (stripAccents) normalize(n *normalized) {
-	n.keep(func(_ int, r rune) bool { return !unicode.Is(mark9, r) })
+	n.keep(func(_ int, r rune) bool { return !unicode.Is(uniprops.Mark9, r) })
 }
 
 // prepend is the Prepend normalizer: a string put before a text that is

@@ -1,12 +1,10 @@
 package tokenizer
 
-import "sort"
+import (
+	"sort"
 
-// scriptSpan is a range of code points of one script (scripts9.go).
-type scriptSpan struct {
-	lo, hi rune
-	script uint8
-}
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
+)
 
 // scriptAny is the script of a space (and of a code point no script
 // has): it splits nothing and is no script to change from.
@@ -20,15 +18,15 @@ func scriptOf(r rune) uint8 {
 	case ' ':
 		return scriptAny
 	case 0x30FC:
-		return scriptHan
+		return uniprops.ScriptHan
 	}
-	i := sort.Search(len(scripts9), func(i int) bool { return scripts9[i].hi >= r })
-	if i == len(scripts9) || scripts9[i].lo > r {
+	i := sort.Search(len(uniprops.Scripts9), func(i int) bool { return uniprops.Scripts9[i].Hi >= r })
+	if i == len(uniprops.Scripts9) || uniprops.Scripts9[i].Lo > r {
 		return scriptAny
 	}
-	switch s := scripts9[i].script; s {
-	case scriptHiragana, scriptKatakana:
-		return scriptHan
+	switch s := uniprops.Scripts9[i].Script; s {
+	case uniprops.ScriptHiragana, uniprops.ScriptKatakana:
+		return uniprops.ScriptHan
 	default:
 		return s
 	}

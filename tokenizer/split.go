@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"unicode"
+
+	"github.com/drainpipe/drainpipe/tokenizer/internal/uniprops"
 )
 
 // span is a run of a text's characters [start, end) and whether a
@@ -199,11 +201,13 @@ func (whitespacePre) split(n *normalized) ([]*normalized, error) {
 // isWordChar is the regex crate's \w (Unicode 16.0): alphabetic, marks,
 // decimal digits, connector punctuation and the joiners.
 func isWordChar(r rune) bool {
-	return unicode.In(r, alphabetic16, mark16, decimal16, unicode.Pc, unicode.Join_Control)
+	return unicode.In(r, uniprops.Alphabetic16, uniprops.Mark16, uniprops.Decimal16, unicode.Pc, unicode.Join_Control)
 }
 
 // isNumeric is Rust's char::is_numeric: Nd, Nl and No (Unicode 17.0).
-func isNumeric(r rune) bool { return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(numeric17, r) }
+func isNumeric(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 0x80 && unicode.Is(uniprops.Numeric17, r)
+}
 
 // sequencePre applies pre-tokenizers in order, each to the pieces of the
 // one before.
