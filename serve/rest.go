@@ -240,7 +240,9 @@ func (s *Server) decodeREST(w http.ResponseWriter, r *http.Request) (*inferReque
 	if err != nil {
 		return nil, err
 	}
-	req.model, req.version = m.name, m.version
+	// The version the client named, or none: a reload between this look
+	// and the inference serves the latest then.
+	req.model, req.version = r.PathValue("name"), r.PathValue("version")
 	return req, nil
 }
 
