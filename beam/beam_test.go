@@ -25,7 +25,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"

@@ -24,7 +24,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 )
@@ -97,7 +97,7 @@ func bestPair(r, k int, a, b func() float64) (ta, tb float64) {
 // goals measures every speed goal in interleaved rounds and prints each
 // one's median, lowest and highest. Every ratio is of rates (rows/s):
 // above 1, the first side is faster; the server's CPU goals are in µs.
-func (c *config) goals(w io.Writer, rounds int, only string) {
+func (c *config) goals(w io.Writer, rounds int, only string, onnxOnly bool) {
 	recs := c.records()
 	defer func() {
 		for _, r := range recs {
@@ -244,10 +244,15 @@ func (c *config) goals(w io.Writer, rounds int, only string) {
 	objects, stopStore := objectGoals(c)
 	defer stopStore()
 	gs = append(gs, objects...)
-	gs = append(gs, onnxGoals(c, recs)...)
 	gs = append(gs, seqWasteGoals()...)
-	gs = append(gs, seqONNXGoals(c)...)
 	gs = append(gs, tokenizerGoals(c)...)
+	if onnxOnly {
+		// The runtime's goals alone: a build with the onnx tag, after a
+		// run of the others in the default build (CI's ONNX step).
+		gs = nil
+	}
+	gs = append(gs, onnxGoals(c, recs)...)
+	gs = append(gs, seqONNXGoals(c)...)
 	gs = slices.DeleteFunc(gs, func(g goal) bool {
 		return !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(g.name, o) })
 	})

@@ -92,6 +92,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	goals := flag.Bool("goals", false, "report the speed goals instead: each as a ratio measured in interleaved rounds, with its spread")
 	rounds := flag.Int("rounds", 5, "interleaved rounds of --goals")
+	onnxOnly := flag.Bool("onnx-only", false, "with --goals, only the goals of ONNX Runtime (a build with the onnx tag), without the others")
 	only := flag.String("only", "", "with --goals, only the goals whose name holds this text, or one of texts split by | (e.g. ONNX, files|kernels)")
 	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
 	rssOf := flag.String("rss-of", "", "(internal) run this command (a JSON array) and print its peak resident memory in KB")
@@ -119,7 +120,7 @@ func main() {
 		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
 
 	if *goals {
-		c.goals(os.Stdout, *rounds, *only)
+		c.goals(os.Stdout, *rounds, *only, *onnxOnly)
 		return
 	}
 	var out []result

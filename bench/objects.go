@@ -13,7 +13,7 @@ import (
 	"github.com/drainpipe/drainpipe/bench/internal/servebench"
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"
 	_ "github.com/drainpipe/drainpipe/storage/s3driver" // s3://

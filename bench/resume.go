@@ -15,7 +15,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/internal/testing/fakedev"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 )

@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 	"github.com/drainpipe/drainpipe/seq"
 	"github.com/drainpipe/drainpipe/tokenizer"
 )

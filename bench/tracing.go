@@ -19,7 +19,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/bench/internal/servebench"
 	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/internal/testing/seqtest"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
 )

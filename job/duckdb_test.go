@@ -10,9 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/job"
 )
 

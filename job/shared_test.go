@@ -17,9 +17,9 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/fakedev"
-	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/fakedev"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
 	"github.com/drainpipe/drainpipe/job"
 	"github.com/drainpipe/drainpipe/sink"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/tensor"
 )

@@ -14,8 +14,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/fakedev"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/fakedev"
 	"github.com/drainpipe/drainpipe/predict"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
 	"github.com/drainpipe/drainpipe/head"
-	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/internal/testing/seqtest"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/internal/testing/seqtest"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/internal/testing/seqtest"
 	"github.com/drainpipe/drainpipe/seq"
 )
 

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/drainpipe/drainpipe/internal/hostile"
+	"github.com/drainpipe/drainpipe/internal/testing/hostile"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 )
 

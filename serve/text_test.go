@@ -12,8 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/seqtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/seqtest"
 	"github.com/drainpipe/drainpipe/online"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/seq"

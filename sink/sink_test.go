@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
 )

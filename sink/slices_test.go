@@ -9,9 +9,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/tensor"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"go.uber.org/goleak"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"gocloud.dev/blob"
 
-	"github.com/drainpipe/drainpipe/internal/aztest"
-	"github.com/drainpipe/drainpipe/internal/gcstest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/aztest"
+	"github.com/drainpipe/drainpipe/internal/testing/gcstest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
 

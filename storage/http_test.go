@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
 	"github.com/drainpipe/drainpipe/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
 

@@ -4,10 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/aztest"
-	"github.com/drainpipe/drainpipe/internal/gcstest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/aztest"
+	"github.com/drainpipe/drainpipe/internal/testing/gcstest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // The object-store servers build (on a new machine) beside the tests.

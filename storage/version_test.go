@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/storage"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 )
 
 // Tokens adds a token-id column for string, large_string, string_view

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // rustTokenizers is the Rust tokenizers' npm package, a native module of

@@ -37,7 +37,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/drainpipe/drainpipe/bench/internal/readsum"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
 )
 
 const width = 64

@@ -16,7 +16,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
 	"github.com/drainpipe/drainpipe/sink"
 )
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 )
 
 // drainpipeLimited runs the CLI with a file size limit (RLIMIT_FSIZE, in

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // folders are the model folders PyTorch exported with their references

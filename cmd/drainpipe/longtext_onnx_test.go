@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
 )
 
 // maxLongTextRSS bounds a process that reads a 100 MB (or serves a

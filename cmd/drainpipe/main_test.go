@@ -17,9 +17,9 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/jaegertest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/jaegertest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 	"github.com/drainpipe/drainpipe/sink"
 )
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/drainpipe/drainpipe/device/onnx"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 const buildTags = "onnx"

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // openAIClient is OpenAI's own client, the npm package.

@@ -20,9 +20,9 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
 	"github.com/drainpipe/drainpipe/device/onnx"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // encoderDir is the Hugging Face-style folder of the encoder PyTorch

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainpipe/drainpipe/internal/hostile"
+	"github.com/drainpipe/drainpipe/internal/testing/hostile"
 )
 
 // 64 hostile clients at once, each sending one of the hostile bodies to

@@ -27,8 +27,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	pb "github.com/drainpipe/drainpipe/serve/inferencepb"
 	"github.com/drainpipe/drainpipe/storage"
 )

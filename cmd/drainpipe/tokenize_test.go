@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/duckdbtest"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdbtest"
 )
 
 // tokenize writes, for a text column DuckDB wrote, the ids the Rust

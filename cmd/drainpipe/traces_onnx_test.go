@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/jaegertest"
+	"github.com/drainpipe/drainpipe/internal/testing/jaegertest"
 )
 
 // A sequence model's traces in Jaeger: 300 concurrent /embed requests

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainpipe/drainpipe/internal/jaegertest"
+	"github.com/drainpipe/drainpipe/internal/testing/jaegertest"
 )
 
 // serve with OTel's standard environment sends its spans to Jaeger

@@ -11,7 +11,7 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 )
 
 // Rows as parquet-go (an implementation of Parquet independent of Arrow)

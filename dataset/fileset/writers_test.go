@@ -19,7 +19,7 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 )
 
 // corpusFile is one entry of testdata/writers/files/manifest.json, written

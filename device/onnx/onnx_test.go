@@ -20,8 +20,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device"
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 	"github.com/drainpipe/drainpipe/pad"
 	"github.com/drainpipe/drainpipe/predict"
 	"github.com/drainpipe/drainpipe/tensor"

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drainpipe/drainpipe/dataset/fileset"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

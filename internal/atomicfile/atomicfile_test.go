@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/arrowtest"
 	"github.com/drainpipe/drainpipe/internal/atomicfile"
+	"github.com/drainpipe/drainpipe/internal/testing/arrowtest"
 )
 
 func TestCommitAbortReplace(t *testing.T) {

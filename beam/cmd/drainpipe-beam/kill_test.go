@@ -17,8 +17,8 @@ import (
 
 	"github.com/drainpipe/drainpipe/dataset"
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/filetest"
-	"github.com/drainpipe/drainpipe/internal/s3test"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/s3test"
 	"github.com/drainpipe/drainpipe/sink"
 	"github.com/drainpipe/drainpipe/storage"
 )

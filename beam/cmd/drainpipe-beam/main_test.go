@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/drainpipe/drainpipe/device/cpu"
-	"github.com/drainpipe/drainpipe/internal/filetest"
+	"github.com/drainpipe/drainpipe/internal/testing/filetest"
 	"github.com/drainpipe/drainpipe/job"
 )
 

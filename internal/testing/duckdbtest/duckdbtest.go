@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/duckdb"
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/duckdb"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // Query runs sql in DuckDB and returns its rows, numbers as json.Number.

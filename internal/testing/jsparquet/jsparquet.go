@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // The releases run: those the independent writers' corpus pins.

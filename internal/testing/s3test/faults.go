@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // FaultProxy stands between a client and the server on loopback and

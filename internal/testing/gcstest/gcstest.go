@@ -15,7 +15,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 
 	// gs:// for the tests that use the emulator.
 	_ "github.com/drainpipe/drainpipe/storage/gcsdriver"

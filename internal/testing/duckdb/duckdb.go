@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/drainpipe/drainpipe/internal/testbin"
+	"github.com/drainpipe/drainpipe/internal/testing/testbin"
 )
 
 // Version is the @duckdb/node-api release run (DuckDB 1.5.6), the one the
