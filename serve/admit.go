@@ -13,12 +13,12 @@ import (
 
 // admits checks what an input declares against what the model takes,
 // before its data is decoded. Texts and tokens cost far more than their
-// bytes once encoded and run (a one-character text, 4 bytes of JSON, is
-// an encoding of hundreds), so a request holds at most the model's queue
-// bound of texts, and of tokens that bound times the model's longest row
-// (what a full queue of the longest rows holds; a row's tokens past the
-// longest are cut). Other inputs cost what their bytes do, and a request
-// larger than the queue runs alone.
+// bytes once encoded and run (a one-character text, 4 bytes of JSON,
+// makes an encoding of hundreds of bytes), so a request holds at most
+// the model's queue bound of texts, and of tokens that bound times the
+// model's longest row (what a full queue of the longest rows holds; a
+// row's tokens past the longest are cut). Other inputs cost what their
+// bytes do, and a request larger than the queue runs alone.
 func (m *model) admits(name string, shape []int64) error {
 	if len(shape) == 0 || m.sequence == nil {
 		return nil // the shape's own check says what is wrong
