@@ -7,12 +7,10 @@ import (
 	"io"
 	"log"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -97,7 +95,7 @@ func bestPair(r, k int, a, b func() float64) (ta, tb float64) {
 // goals measures every speed goal in interleaved rounds and prints each
 // one's median, lowest and highest. Every ratio is of rates (rows/s):
 // above 1, the first side is faster; the server's CPU goals are in µs.
-func (c *config) goals(w io.Writer, rounds int, only string, onnxOnly bool) {
+func (c *config) goals(w io.Writer, run goalRun) {
 	recs := c.records()
 	defer func() {
 		for _, r := range recs {
@@ -246,7 +244,7 @@ func (c *config) goals(w io.Writer, rounds int, only string, onnxOnly bool) {
 	gs = append(gs, objects...)
 	gs = append(gs, seqWasteGoals()...)
 	gs = append(gs, tokenizerGoals(c)...)
-	if onnxOnly {
+	if run.onnxOnly {
 		// The runtime's goals alone: a build with the onnx tag, after a
 		// run of the others in the default build (CI's ONNX step).
 		gs = nil
@@ -254,37 +252,13 @@ func (c *config) goals(w io.Writer, rounds int, only string, onnxOnly bool) {
 	gs = append(gs, onnxGoals(c, recs)...)
 	gs = append(gs, seqONNXGoals(c)...)
 	gs = slices.DeleteFunc(gs, func(g goal) bool {
-		return !slices.ContainsFunc(strings.Split(only, "|"), func(o string) bool { return strings.Contains(g.name, o) })
+		return !slices.ContainsFunc(strings.Split(run.only, "|"), func(o string) bool { return strings.Contains(g.name, o) })
 	})
 	if len(gs) == 0 {
-		check(fmt.Errorf("no goal's name holds %q", only))
+		check(fmt.Errorf("no goal's name holds %q", run.only))
 	}
 
-	ratios := make([][]float64, len(gs))
-	for r := range rounds {
-		for i, g := range gs {
-			ratios[i] = append(ratios[i], g.round(r))
-		}
-	}
-	fmt.Fprintf(w, "speed goals: %d rows, batch %d, BLAS %s, GOMAXPROCS %d, %d interleaved rounds, %s\n\n",
-		c.rows, c.batch, cpu.BLASName, cores, rounds, time.Now().UTC().Format("2006-01-02"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "goal\ttarget\tmedian\tlowest\thighest\tmet\t")
-	for i, g := range gs {
-		v := slices.Sorted(slices.Values(ratios[i]))
-		median, met := v[len(v)/2], "no"
-		switch {
-		case g.target.line:
-			met = "-"
-		case g.target.met(median):
-			met = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t\n", g.name, g.target, median, v[0], v[len(v)-1], met)
-	}
-	tw.Flush()
-	if os.Getenv("OPENBLAS_NUM_THREADS") == "" && cpu.BLASName != "gonum (pure Go)" {
-		fmt.Fprintln(w, "\n(OPENBLAS_NUM_THREADS is unset: the kernel goal is stated for one BLAS thread)")
-	}
+	c.report(w, run, measure(gs, run.rounds))
 }
 
 // bareGEMM times the MLP's three matrix products alone over the same

@@ -92,6 +92,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	goals := flag.Bool("goals", false, "report the speed goals instead: each as a ratio measured in interleaved rounds, with its spread")
 	rounds := flag.Int("rounds", 5, "interleaved rounds of --goals")
+	markdown := flag.Bool("markdown", false, "with --goals, a Markdown table, a row a goal with its machine, date and command, as BENCHMARKS.md keeps it")
 	onnxOnly := flag.Bool("onnx-only", false, "with --goals, only the goals of ONNX Runtime (a build with the onnx tag), without the others")
 	only := flag.String("only", "", "with --goals, only the goals whose name holds this text, or one of texts split by | (e.g. ONNX, files|kernels)")
 	python := flag.String("python", "", "python with torch for the PyTorch runner (default: /usr/bin/python3 or python3, if torch imports; \"none\" skips)")
@@ -120,7 +121,7 @@ func main() {
 		python: findPython(*python), dir: dir, mem: memory.NewGoAllocator()}
 
 	if *goals {
-		c.goals(os.Stdout, *rounds, *only, *onnxOnly)
+		c.goals(os.Stdout, goalRun{rounds: *rounds, only: *only, onnxOnly: *onnxOnly, markdown: *markdown})
 		return
 	}
 	var out []result

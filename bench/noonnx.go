@@ -18,3 +18,6 @@ func onnxGoals(*config, []arrow.RecordBatch) []goal { return nil }
 func seqONNXGoals(*config) []goal { return nil }
 
 func probeSeqMemory(string) { log.Fatal("-seq-memory: built without the onnx tag") }
+
+// onnxBuilt says this build has the onnx tag.
+const onnxBuilt = false

@@ -127,3 +127,6 @@ func (c *config) onnxDirect(m device.Model, recs []arrow.RecordBatch) float64 {
 	}
 	return time.Since(start).Seconds()
 }
+
+// onnxBuilt says this build has the onnx tag.
+const onnxBuilt = true
